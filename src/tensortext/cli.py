@@ -1,0 +1,248 @@
+"""The ``tensortext`` command: argparse subcommands; ``main`` only dispatches."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+
+from tensortext import __version__
+from tensortext.bleu import NLTK_METHODS, SACREBLEU_METHODS, bleu_from_stats, bleu_stats
+from tensortext.ragged import pad_ragged, pad_ragged_refs
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A user error: printed as ``tensortext: error: ...`` with exit status 2."""
+
+
+def read_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
+    """Lines of a UTF-8 file (``None`` or ``-``: standard input), without line ends."""
+    name = "<stdin>" if path in (None, "-") else path
+    try:
+        if path in (None, "-"):
+            stream = stdin if stdin is not None else sys.stdin
+            data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+        else:
+            data = Path(path).read_bytes()
+    except OSError as error:
+        raise CliError(f"cannot read {name}: {error.strerror}") from None
+    if isinstance(data, str):
+        return data.splitlines()
+    try:
+        return data.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise CliError(f"{name}, line {line}: invalid UTF-8 (byte {error.start})") from None
+
+
+def parse_ids(lines: Sequence[str], name: str) -> list[list[int]]:
+    """Space-separated integer IDs per line."""
+    out = []
+    for number, line in enumerate(lines, 1):
+        try:
+            ids = [int(token) for token in line.split()]
+        except ValueError:
+            bad = next(t for t in line.split() if not t.lstrip("-").isdigit())
+            raise CliError(
+                f"{name}, line {number}: {bad!r} is not an integer token ID; pass "
+                "--tokenize none to score whitespace tokens"
+            ) from None
+        if any(i < 0 for i in ids):
+            raise CliError(f"{name}, line {number}: token IDs must be non-negative")
+        out.append(ids)
+    return out
+
+
+def tokens_to_ids(segments: Sequence[Sequence[str]], vocab: dict[str, int]) -> list[list[int]]:
+    """Maps whitespace tokens to IDs, growing ``vocab`` (shared by hypotheses and references)."""
+    return [[vocab.setdefault(token, len(vocab)) for token in segment] for segment in segments]
+
+
+def signature(args: argparse.Namespace, num_refs: int) -> str:
+    eff = "yes" if args.effective_order else "no"
+    parts = [
+        f"nrefs:{num_refs}",
+        f"tok:{args.tokenize}",
+        f"smooth:{args.smooth_method}",
+        f"eff:{eff}",
+        f"compat:{args.compat}",
+        f"version:{__version__}",
+    ]
+    if args.max_ngram_order != 4:
+        parts.insert(-1, f"order:{args.max_ngram_order}")
+    return "|".join(parts)
+
+
+def describe(score: float, stats: list[int], order: int, width: int) -> dict[str, Any]:
+    """sacrebleu-style verbose fields from one statistics row."""
+    hyp_len, ref_len = stats[0], stats[1]
+    correct, total = stats[2 : 2 + order], stats[2 + order : 2 + 2 * order]
+    precisions = [100.0 * c / t if t else 0.0 for c, t in zip(correct, total, strict=True)]
+    ratio = hyp_len / ref_len if ref_len else 0.0
+    brevity = (
+        1.0
+        if hyp_len > ref_len
+        else (2.718281828459045 ** (1 - ref_len / hyp_len) if hyp_len else 0.0)
+    )
+    verbose = (
+        "/".join(f"{p:.{width}f}" for p in precisions)
+        + f" (BP = {brevity:.3f} ratio = {ratio:.3f} hyp_len = {hyp_len} ref_len = {ref_len})"
+    )
+    return {
+        "score": round(100.0 * score, width),
+        "verbose_score": verbose,
+        "precisions": [round(p, width) for p in precisions],
+        "bp": round(brevity, 3),
+        "ratio": round(ratio, 3),
+        "hyp_len": hyp_len,
+        "ref_len": ref_len,
+    }
+
+
+def run_bleu(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
+    hyp_lines = read_lines(args.input, stdin)
+    ref_lines = [read_lines(path) for path in args.refs]
+    for path, lines in zip(args.refs, ref_lines, strict=True):
+        if len(lines) != len(hyp_lines):
+            raise CliError(
+                f"{path} has {len(lines)} lines but the hypotheses have {len(hyp_lines)}; "
+                "each reference file needs one line per hypothesis"
+            )
+    if args.tokenize == "ids":
+        hyps = parse_ids(hyp_lines, args.input or "<stdin>")
+        refs_by_file = [
+            parse_ids(lines, path) for path, lines in zip(args.refs, ref_lines, strict=True)
+        ]
+    else:
+        vocab: dict[str, int] = {}
+        hyps = tokens_to_ids([line.split() for line in hyp_lines], vocab)
+        refs_by_file = [tokens_to_ids([ln.split() for ln in lines], vocab) for lines in ref_lines]
+    device = torch.device(args.device)
+    hyp_ids, hyp_lens = pad_ragged(hyps, device=device)
+    ref_sets = [list(refs) for refs in zip(*refs_by_file, strict=True)] if hyps else []
+    ref_ids, ref_lens = pad_ragged_refs(ref_sets, device=device)
+    options: dict[str, Any] = dict(
+        max_ngram_order=args.max_ngram_order,
+        weights=args.weights,
+        smooth_method=args.smooth_method,
+        smooth_value=args.smooth_value,
+        effective_order=args.effective_order,
+        compat=args.compat,
+        auto_reweigh=args.auto_reweigh,
+        dtype=torch.float64,
+    )
+    try:
+        order = max(args.max_ngram_order, 5) if args.compat == "nltk" else args.max_ngram_order
+        stats = bleu_stats(
+            hyp_ids,
+            ref_ids,
+            hyp_lens=hyp_lens,
+            ref_lens=ref_lens,
+            max_ngram_order=order,
+            compat=args.compat,
+        )
+        if args.sentence_level:
+            scores = bleu_from_stats(stats, **options).tolist()
+            rows = stats.tolist()
+        else:
+            last = stats[-1] if len(stats) else torch.zeros_like(stats.sum(0))
+            scores = [float(bleu_from_stats(stats.sum(0), last_stats=last, **options))]
+            rows = [stats.sum(0).tolist()]
+    except ValueError as error:
+        raise CliError(str(error)) from None
+    sig = signature(args, len(args.refs))
+    for score, row in zip(scores, rows, strict=True):
+        fields = describe(score, row, args.max_ngram_order, args.width)
+        if args.format == "json":
+            record = {"name": "BLEU", "score": fields.pop("score"), "signature": sig, **fields}
+            stdout.write(json.dumps(record) + "\n")
+        elif args.score_only:
+            stdout.write(f"{fields['score']:.{args.width}f}\n")
+        else:
+            score_text = f"{fields['score']:.{args.width}f}"
+            stdout.write(f"BLEU|{sig} = {score_text} {fields['verbose_score']}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tensortext", description="Text pipeline on PyTorch tensors: token-ID BLEU."
+    )
+    parser.add_argument("--version", action="version", version=f"tensortext {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    bleu = commands.add_parser(
+        "bleu",
+        help="score hypotheses against reference files (sacrebleu-style output, 0-100)",
+        description="Token-ID BLEU of hypotheses (stdin or -i) against one or more reference "
+        "files, one segment per line.",
+    )
+    bleu.add_argument("refs", nargs="+", metavar="REF", help="reference file(s), one per line")
+    bleu.add_argument("-i", "--input", help="hypothesis file (default: standard input)")
+    tokenize = bleu.add_mutually_exclusive_group()
+    tokenize.add_argument(
+        "--ids",
+        dest="tokenize",
+        action="store_const",
+        const="ids",
+        help="lines are space-separated integer token IDs (default)",
+    )
+    tokenize.add_argument(
+        "--tokenize",
+        dest="tokenize",
+        choices=["none"],
+        help="'none': lines are whitespace-separated tokens, mapped to IDs",
+    )
+    bleu.set_defaults(tokenize="ids")
+    bleu.add_argument("--sentence-level", action="store_true", help="one score per segment")
+    bleu.add_argument("-f", "--format", choices=["text", "json"], default="text")
+    bleu.add_argument("-b", "--score-only", action="store_true", help="print only the score")
+    bleu.add_argument("-w", "--width", type=int, default=1, help="decimals to print (default 1)")
+    bleu.add_argument("--compat", choices=["sacrebleu", "nltk"], default="sacrebleu")
+    bleu.add_argument(
+        "-s",
+        "--smooth-method",
+        default="exp",
+        choices=[*SACREBLEU_METHODS, *NLTK_METHODS],
+        help="sacrebleu's none/floor/add-k/exp, or NLTK's method0..method7 with --compat nltk",
+    )
+    bleu.add_argument("--smooth-value", type=float, default=None)
+    bleu.add_argument("-e", "--effective-order", action="store_true")
+    bleu.add_argument("--max-ngram-order", type=int, default=4)
+    bleu.add_argument("--weights", type=float, nargs="+", help="NLTK weights (--compat nltk)")
+    bleu.add_argument("--auto-reweigh", action="store_true", help="NLTK's auto_reweigh")
+    bleu.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    bleu.set_defaults(handler=run_bleu)
+
+    demo = commands.add_parser("demo", help="run the bundled demo")
+    demo.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    demo.set_defaults(handler=run_demo)
+    return parser
+
+
+def run_demo(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
+    from tensortext.demo import demo
+
+    demo(device=args.device, out=stdout)
+
+
+def main(
+    argv: Sequence[str] | None = None, stdout: TextIO | None = None, stdin: TextIO | None = None
+) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.handler(args, stdout or sys.stdout, stdin)
+    except CliError as error:
+        parser.exit(2, f"tensortext: error: {error}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Shared n-gram core: exact compact n-gram IDs and per-row counts for padded ID tensors.
+
+Used by BLEU (clipped n-gram matches) and by LMBR (n-gram posteriors). Everything is fixed-shape
+tensor work with no host synchronisation, so it runs the same on CPU and CUDA.
+
+The trick that keeps memory linear and avoids both ``V**n`` tables and ``unique(dim=0)``: n-grams
+get *rolling compact IDs*. Order 1 ranks the tokens; order ``n`` ranks the pairs
+``(id_{n-1} at i, token rank at i+n-1)`` packed into one int64. Ranks are dense (``0..P-1`` for
+``P`` positions), so every packed key stays below ``P**2`` and the work per order is one 1-D sort
+of ``P`` integers plus a few element-wise passes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+
+__all__ = ["compact_ids", "iter_ngram_ids", "ngram_ids", "strip_padding"]
+
+
+def compact_ids(keys: Tensor) -> Tensor:
+    """Dense ranks of integer keys: equal keys get equal IDs, IDs are ``0..P-1``.
+
+    Unlike ``torch.unique(return_inverse=True)`` the output shape does not depend on the data,
+    so there is no host synchronisation on CUDA.
+
+    Args:
+        keys: ``[P]`` integer tensor.
+
+    Returns:
+        ``[P]`` int64 tensor; ``ids[i] == ids[j]`` iff ``keys[i] == keys[j]``, and ids are ordered
+        like the keys.
+    """
+    if keys.numel() == 0:
+        return torch.zeros_like(keys, dtype=torch.long)
+    # Stable sorts of integers use radix sort on CPU, about twice as fast as the unstable one.
+    sorted_keys, order = torch.sort(keys, stable=True)
+    starts_group = torch.ones_like(sorted_keys, dtype=torch.bool)
+    torch.ne(sorted_keys[1:], sorted_keys[:-1], out=starts_group[1:])
+    rank_in_sorted = starts_group.cumsum(0, dtype=torch.long) - 1
+    return torch.empty_like(rank_in_sorted).scatter_(0, order, rank_in_sorted)
+
+
+def iter_ngram_ids(
+    token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int
+) -> Iterator[Tensor]:
+    """Compact IDs of the n-grams starting at each position, one order at a time.
+
+    Two positions get the same ID at order ``n`` iff their rows are in the same group and the
+    ``n`` tokens starting there are equal. Grouping lets BLEU compare a hypothesis only with its
+    own references, and LMBR an evidence list only with its own sentence.
+
+    Args:
+        token_ids: ``[S, L]`` integer tensor of token IDs (any values, including negative ones).
+        lengths: ``[S]`` integer tensor, ``0 <= lengths <= L``; positions at or after a row's
+            length are not part of the sequence.
+        groups: ``[S]`` integer tensor, ``0 <= groups < S``; rows with equal groups share an ID
+            space.
+        max_order: highest n-gram order ``N >= 1``.
+
+    Yields:
+        For ``n = 1..N``, an ``[S, L]`` int64 tensor whose entry ``[s, i]`` is the ID of the
+        n-gram ``token_ids[s, i:i+n]`` if it lies inside the row (``i + n <= lengths[s]``),
+        else ``-1``. IDs are below ``S * L``.
+    """
+    num_rows, max_len = token_ids.shape
+    num_positions = num_rows * max_len
+    device = token_ids.device
+    if num_positions == 0:
+        for _ in range(max_order):
+            yield torch.full((num_rows, max_len), -1, dtype=torch.long, device=device)
+        return
+    positions = torch.arange(max_len, device=device)
+    # Padding tokens are ranked too: an n-gram that touches one is masked, so they never count.
+    token_rank = compact_ids(token_ids.reshape(-1))
+    # Order 1 ranks (group, token). Both factors are < P, so every packed key is < P**2, which
+    # fits int64 for up to 3e9 positions.
+    group_of_position = groups.long().repeat_interleave(max_len)
+    ids = compact_ids(group_of_position * num_positions + token_rank)
+    for order in range(1, max_order + 1):
+        if order > 1:
+            # The n-gram at i is the (n-1)-gram at i followed by the token at i+n-1. Shifting the
+            # flat array crosses row ends; those positions are invalid and masked below.
+            next_token = torch.nn.functional.pad(token_rank[order - 1 :], (0, order - 1))
+            ids = compact_ids(ids * num_positions + next_token)
+        inside = positions + order <= lengths.unsqueeze(1)  # [S, L]
+        yield torch.where(inside, ids.view(num_rows, max_len), -1)
+
+
+def ngram_ids(token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int) -> Tensor:
+    """All orders of :func:`iter_ngram_ids` stacked: ``[N, S, L]`` int64, ``-1`` where no n-gram."""
+    return torch.stack(list(iter_ngram_ids(token_ids, lengths, groups, max_order)))
+
+
+def strip_padding(token_ids: Tensor, pad_id: int) -> tuple[Tensor, Tensor]:
+    """Removes every ``pad_id`` token from each row and left-aligns what remains.
+
+    Equivalent to ``[t for t in row if t != pad_id]`` per row, so left, right and inner padding
+    all work.
+
+    Args:
+        token_ids: ``[..., L]`` integer tensor.
+        pad_id: the padding token.
+
+    Returns:
+        ``(compacted [..., L], lengths [...])``; positions at or after a row's length hold
+        ``pad_id``.
+    """
+    keep = token_ids != pad_id
+    lengths = keep.sum(-1)
+    max_len = token_ids.shape[-1]
+    # Kept tokens go to their rank among kept tokens; dropped ones to a spill column L.
+    target = torch.where(keep, keep.cumsum(-1) - 1, max_len)
+    spill_shape = (*token_ids.shape[:-1], max_len + 1)
+    compacted = torch.full(spill_shape, pad_id, dtype=token_ids.dtype, device=token_ids.device)
+    compacted.scatter_(-1, target, token_ids)
+    return compacted[..., :max_len], lengths

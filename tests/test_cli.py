@@ -1,0 +1,116 @@
+"""`tensortext bleu` and `tensortext demo` against the sacrebleu command line's numbers."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from sacrebleu.metrics import BLEU as SacreBLEU
+
+from tensortext.cli import main
+
+DEMO = resources.files("tensortext").joinpath("data/demo")
+
+
+def run(argv, stdin_text=None):
+    out = io.StringIO()
+    stdin = io.StringIO(stdin_text) if stdin_text is not None else None
+    main(argv, stdout=out, stdin=stdin)
+    return out.getvalue()
+
+
+def test_text_tokens_match_sacrebleu():
+    hyp, ref, ref2 = (str(DEMO / name) for name in ("hyp.txt", "ref.txt", "ref2.txt"))
+    line = run(["bleu", ref, ref2, "-i", hyp, "--tokenize", "none", "-w", "4"])
+    lines = [Path(p).read_text(encoding="utf-8").splitlines() for p in (hyp, ref, ref2)]
+    expected = SacreBLEU(tokenize="none").corpus_score(lines[0], lines[1:])
+    assert line.startswith("BLEU|nrefs:2|tok:none|smooth:exp|eff:no|compat:sacrebleu|version:")
+    assert f"= {expected.score:.4f} " in line
+    assert line.rstrip().endswith(f"hyp_len = {expected.sys_len} ref_len = {expected.ref_len})")
+
+
+def test_ids_from_stdin_json_and_sentence_level(tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("1 2 3 4 5\n7 8 9\n", encoding="utf-8")
+    records = [
+        json.loads(x)
+        for x in run(
+            ["bleu", str(ref), "--sentence-level", "-f", "json", "-w", "6"], "1 2 3 4 5\n7 8\n"
+        ).splitlines()
+    ]
+    expected = [
+        SacreBLEU(tokenize="none").sentence_score(h, [r]).score
+        for h, r in [("1 2 3 4 5", "1 2 3 4 5"), ("7 8", "7 8 9")]
+    ]
+    assert [r["score"] for r in records] == [round(e, 6) for e in expected]
+    assert records[0]["signature"].startswith("nrefs:1|tok:ids|smooth:exp")
+    score_only = run(["bleu", str(ref), "-b"], "1 2 3 4 5\n7 8\n")
+    assert score_only.strip().replace(".", "").isdigit()
+
+
+def test_nltk_mode(tmp_path):
+    from nltk.translate.bleu_score import SmoothingFunction, corpus_bleu
+
+    ref = tmp_path / "ref.txt"
+    ref.write_text("1 2 3 4 5 6\n7 8 9 10\n", encoding="utf-8")
+    out = run(
+        ["bleu", str(ref), "--compat", "nltk", "-s", "method5", "-b", "-w", "8"],
+        "1 2 3 4 6 5\n7 8 10\n",
+    )
+    expected = corpus_bleu(
+        [[[1, 2, 3, 4, 5, 6]], [[7, 8, 9, 10]]],
+        [[1, 2, 3, 4, 6, 5], [7, 8, 10]],
+        smoothing_function=SmoothingFunction().method5,
+    )
+    assert out.strip() == f"{100 * expected:.8f}"
+
+
+@pytest.mark.parametrize(
+    ("hyp", "ref", "message"),
+    [
+        ("1 2 x\n", "1 2 3\n", "line 1: 'x' is not an integer token ID; pass --tokenize none"),
+        ("1 2\n3\n", "1 2\n", "has 1 lines but the hypotheses have 2"),
+        ("1 -2\n", "1 2\n", "non-negative"),
+    ],
+    ids=["not-an-id", "line-count", "negative"],
+)
+def test_errors(tmp_path, capsys, hyp, ref, message):
+    ref_file = tmp_path / "ref.txt"
+    ref_file.write_text(ref, encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        run(["bleu", str(ref_file)], hyp)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_invalid_utf8_names_file_and_line(tmp_path, capsys):
+    ref_file = tmp_path / "ref.txt"
+    ref_file.write_bytes(b"1 2\n\xff\xfe 3\n")
+    with pytest.raises(SystemExit):
+        run(["bleu", str(ref_file), "--tokenize", "none"], "a b\nc d\n")
+    assert "ref.txt, line 2: invalid UTF-8" in capsys.readouterr().err
+
+
+def test_option_errors_are_clean(tmp_path, capsys):
+    ref_file = tmp_path / "ref.txt"
+    ref_file.write_text("1 2\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        run(["bleu", str(ref_file), "-s", "method4"], "1 2\n")
+    assert "compat='nltk'" in capsys.readouterr().err
+
+
+def test_demo_runs_as_a_console_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "tensortext.cli", "demo", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert "corpus BLEU, 1 reference :  56.76" in result.stdout
+    assert "sacrebleu --tokenize none, 1 reference:  56.76" in result.stdout

@@ -561,7 +561,8 @@ def _nltk_weights(hyp_len: Tensor, num_orders: int, config: BleuConfig) -> Tenso
     if config.weights is None:
         base = torch.full((num_orders,), 1.0 / num_orders, dtype=dtype, device=device)
     else:
-        base = torch.tensor(config.weights, dtype=dtype, device=device)
+        # A blocking host-to-device copy would synchronise; this one does not.
+        base = torch.tensor(config.weights, dtype=dtype).to(device, non_blocking=True)
     base = base.expand(*hyp_len.shape, num_orders)
     # NLTK reweighs only when the weights are exactly its default (0.25,) * 4.
     is_default = (config.weights is None and num_orders == 4) or config.weights == (0.25,) * 4

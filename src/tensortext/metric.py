@@ -37,7 +37,7 @@ class BLEU:
 
     Example:
         >>> metric = BLEU()
-        >>> metric.update(torch.tensor([[5, 6, 7, 8]]), torch.tensor([[5, 6, 7, 8]]))
+        >>> batch_stats = metric.update(torch.tensor([[5, 6, 7, 8]]), torch.tensor([[5, 6, 7, 8]]))
         >>> float(metric.compute())
         1.0
     """

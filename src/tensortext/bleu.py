@@ -92,8 +92,11 @@ def make_config(
         raise TypeError(f"max_ngram_order must be an int, got {type(max_ngram_order).__name__}")
     if max_ngram_order < 1:
         raise ValueError(f"max_ngram_order must be >= 1, got {max_ngram_order}")
-    if dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
-        raise TypeError(f"dtype must be a floating dtype such as torch.float32, got {dtype}")
+    # Half precision cannot even hold corpus counts above 65504 exactly; refuse it.
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype must be torch.float32 or torch.float64, got {dtype}")
+    if smooth_value is not None and not math.isfinite(smooth_value):
+        raise ValueError(f"smooth_value must be finite, got {smooth_value}")
     if compat == "sacrebleu":
         if smooth_method not in SACREBLEU_METHODS:
             hint = (
@@ -283,25 +286,23 @@ def format_batch(
 # --------------------------------------------------------------------------------------------
 
 
-def _closest_ref_len(hyp_lens: Tensor, ref_lens: Tensor) -> Tensor:
+def _closest_ref_len(hyp_lens: Tensor, ref_lens: Tensor, max_ref_len: int) -> Tensor:
     """Closest reference length, ties to the shorter one (NLTK and sacrebleu agree).
 
     Args:
         hyp_lens: ``[B]`` int64.
-        ref_lens: ``[B, R]`` int64, 0 = absent slot.
+        ref_lens: ``[B, R]`` int64, 0 = absent slot, at most ``max_ref_len``.
 
     Returns:
         ``[B]`` int64; 0 where every slot is absent (scored as one empty reference).
     """
-    span = ref_lens.amax(dim=-1, keepdim=True).clamp(min=0) + 1 if ref_lens.numel() else 1
-    distance = (ref_lens - hyp_lens.unsqueeze(-1)).abs()
-    # Lexicographic (distance, length) as one integer; absent slots sort last.
-    key = distance * span + ref_lens
-    absent_key = torch.iinfo(torch.long).max
-    key = torch.where(ref_lens > 0, key, absent_key)
-    best = key.amin(dim=-1) if key.shape[-1] > 0 else torch.full_like(hyp_lens, absent_key)
-    span_b = span.squeeze(-1) if isinstance(span, Tensor) else span
-    return torch.where(best == absent_key, 0, best % span_b)
+    # Lexicographic (distance, length) as one integer; lengths are < span. Absent slots last.
+    span = max_ref_len + 1
+    key = (ref_lens - hyp_lens.unsqueeze(-1)).abs() * span + ref_lens
+    absent = torch.iinfo(torch.long).max
+    key = torch.where(ref_lens > 0, key, absent)
+    best = torch.cat([key, torch.full_like(hyp_lens, absent).unsqueeze(-1)], dim=-1).amin(dim=-1)
+    return torch.where(best == absent, 0, best % span)
 
 
 def _clipped_matches(batch: _Batch, max_order: int) -> Tensor:
@@ -357,7 +358,7 @@ def _stats_from_batch(batch: _Batch, max_order: int, compat: Compat) -> Tensor:
     orders = torch.arange(1, max_order + 1, device=hyp_lens.device)
     # NLTK divides each sentence's matches by max(1, #n-grams); sacrebleu by #n-grams.
     total = (hyp_lens.unsqueeze(-1) - orders + 1).clamp(min=1 if compat == "nltk" else 0)
-    ref_len = _closest_ref_len(hyp_lens, batch.ref_lens)
+    ref_len = _closest_ref_len(hyp_lens, batch.ref_lens, batch.ref_ids.shape[-1])
     return torch.cat([hyp_lens.unsqueeze(-1), ref_len.unsqueeze(-1), correct, total], dim=-1)
 
 

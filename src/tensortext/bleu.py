@@ -138,13 +138,11 @@ def make_config(
             raise ValueError("effective_order is a sacrebleu option; pass compat='sacrebleu'")
         if method in _NLTK_SMOOTH_PARAM:
             value = _NLTK_SMOOTH_PARAM[method][1] if smooth_value is None else float(smooth_value)
-        elif method == "method2" and smooth_value not in (None, 1, 1.0):
-            raise ValueError(
-                "NLTK's method2 (add-k) always adds 1; pass smooth_value=None, or "
-                "compat='sacrebleu' for another k"
+        elif smooth_value is not None:
+            hint = (
+                " (it always adds 1; compat='sacrebleu' takes any k)" if method == "method2" else ""
             )
-        elif method != "method2" and smooth_value is not None:
-            raise ValueError(f"NLTK's {method} takes no smooth_value; pass smooth_value=None")
+            raise ValueError(f"NLTK's {method} takes no smooth_value{hint}; pass smooth_value=None")
         else:
             value = 0.0
         if method == "method6" and max_ngram_order < 3:
@@ -319,7 +317,9 @@ def _clipped_matches(batch: _Batch, max_order: int) -> Tensor:
     pool = torch.cat(
         [
             torch.nn.functional.pad(hyp_ids.long(), (0, width - hyp_ids.shape[1])),
-            torch.nn.functional.pad(ref_ids.long(), (0, width - ref_len)).view(-1, width),
+            torch.nn.functional.pad(ref_ids.long(), (0, width - ref_len)).view(
+                batch_size * num_refs, width
+            ),
         ]
     )  # [B + B*R, W]
     lengths = torch.cat([batch.hyp_lens, batch.ref_lens.reshape(-1)])
@@ -791,7 +791,8 @@ sentence_bleu.__doc__ = (
     + _SHARED_DOC
     + """
     Returns:
-        ``[B]`` scores of ``dtype``.
+        ``[B]`` scores of ``dtype``, in 0..1 with the default smoothing. As in the reference
+        libraries, NLTK's methods 4, 5 and 7 and sacrebleu's ``floor`` above 1 can exceed 1.
 
     Raises:
         TypeError, ValueError: on bad inputs or options, before any work.

@@ -43,7 +43,7 @@ def demo(*, device: str | None = None, out: TextIO) -> None:
     except ImportError:
         out.write("(install sacrebleu to see its score beside ours)\n")
     else:
-        reference = BLEU(tokenize="none").corpus_score(hyps, [refs]).score
+        reference = BLEU(tokenize="none", force=True).corpus_score(hyps, [refs]).score
         out.write(f"sacrebleu --tokenize none, 1 reference: {reference:6.2f}\n")
 
     rewards = sentence_bleu(hyp_ids, ref_ids, hyp_lens=hyp_lens, ref_lens=ref_lens)

@@ -19,6 +19,9 @@ from torch import Tensor
 
 __all__ = ["compact_ids", "iter_ngram_ids", "ngram_ids", "strip_padding"]
 
+# Pools of up to this many positions rank with int32; larger ones with int64.
+INT32_RANK_LIMIT = 2**31 - 1
+
 
 def compact_ids(keys: Tensor) -> Tensor:
     """Dense ranks of integer keys: equal keys get equal IDs, IDs are ``0..P-1``.
@@ -96,7 +99,7 @@ def iter_ngram_ids(
             yield torch.full((num_rows, max_len), -1, dtype=torch.long, device=device)
         return
     # Ranks are < P; 32-bit ranks halve the work of every radix sort below.
-    rank_dtype = torch.int32 if num_positions < 2**31 else torch.long
+    rank_dtype = torch.int32 if num_positions <= INT32_RANK_LIMIT else torch.long
     positions = torch.arange(max_len, device=device)
     # Padding tokens are ranked too: an n-gram that touches one is masked, so they never count.
     sorted_tokens, token_order = torch.sort(token_ids.reshape(-1), stable=True)
@@ -113,8 +116,9 @@ def iter_ngram_ids(
             next_token = torch.roll(token_rank, -shift)
             next_order = torch.remainder(token_order - shift, num_positions)
             ids = _rank_pairs(ids, next_token, next_order)
-        inside = positions + order <= lengths.unsqueeze(1)  # [S, L]
-        yield torch.where(inside, ids.view(num_rows, max_len).long(), -1)
+        outside = positions + order > lengths.unsqueeze(1)  # [S, L]
+        # A copy: `ids` feeds the next order and must keep its ranks.
+        yield ids.view(num_rows, max_len).to(torch.long, copy=True).masked_fill_(outside, -1)
 
 
 def ngram_ids(token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int) -> Tensor:

@@ -8,7 +8,6 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensortext import ngrams
 from tensortext.ngrams import compact_ids, ngram_ids, strip_padding
 
 EXAMPLES = int(os.environ.get("TENSORTEXT_HYPOTHESIS_EXAMPLES", "60"))
@@ -79,14 +78,3 @@ def test_strip_padding_removes_pads_anywhere():
 def test_empty_pool():
     ids = ngram_ids(torch.zeros(0, 4, dtype=torch.long), torch.zeros(0), torch.zeros(0), 3)
     assert ids.shape == (3, 0, 4)
-
-
-def test_int64_ranks_give_the_same_ids(monkeypatch):
-    """Pools above 2**31 positions rank with int64; force that path on a small pool."""
-    generator = torch.Generator().manual_seed(0)
-    tokens = torch.randint(0, 4, (6, 9), generator=generator)
-    lengths = torch.randint(0, 10, (6,), generator=generator)
-    groups = torch.tensor([0, 0, 1, 1, 1, 2])
-    narrow = ngram_ids(tokens, lengths, groups, 4)
-    monkeypatch.setattr(ngrams, "INT32_RANK_LIMIT", 0)
-    assert torch.equal(ngram_ids(tokens, lengths, groups, 4), narrow)

@@ -324,14 +324,15 @@ def _clipped_matches(batch: _Batch, max_order: int) -> Tensor:
     )  # [B + B*R, W]
     lengths = torch.cat([batch.hyp_lens, batch.ref_lens.reshape(-1)])
     sentence = torch.arange(batch_size, device=device)
-    groups = torch.cat([sentence, sentence.repeat_interleave(num_refs)])
+    groups = torch.cat([sentence, sentence.unsqueeze(1).expand(batch_size, num_refs).reshape(-1)])
     num_ids = pool.numel()  # every compact ID is below this
     spill = num_ids  # index for positions without an n-gram
 
     hyp_positions = batch_size * width
-    hyp_sentence = sentence.repeat_interleave(width)  # [B*W]
-    ref_slot = torch.arange(num_refs, device=device).repeat_interleave(width).repeat(batch_size)
-    correct = torch.zeros(max_order, batch_size + 1, dtype=torch.long, device=device)
+    hyp_sentence = sentence.unsqueeze(1).expand(batch_size, width).reshape(-1)  # [B*W]
+    slots = torch.arange(num_refs, device=device)
+    ref_slot = slots.view(1, num_refs, 1).expand(batch_size, num_refs, width).reshape(-1)
+    correct = torch.zeros(max_order, batch_size + 1, dtype=torch.int32, device=device)
     for order, ids in enumerate(iter_ngram_ids(pool, lengths, groups, max_order)):
         flat = ids.view(-1)
         hyp_ngram = torch.where(flat[:hyp_positions] >= 0, flat[:hyp_positions], spill)
@@ -348,8 +349,8 @@ def _clipped_matches(batch: _Batch, max_order: int) -> Tensor:
         # Each n-gram ID belongs to one sentence; sum its clipped count there.
         owner = torch.full((num_ids + 1,), batch_size, dtype=torch.long, device=device)
         owner.scatter_(0, hyp_ngram, torch.where(hyp_ngram == spill, batch_size, hyp_sentence))
-        correct[order].index_add_(0, owner, clipped.long())
-    return correct[:, :batch_size].T
+        correct[order].index_add_(0, owner, clipped)
+    return correct[:, :batch_size].T.long()
 
 
 def _stats_from_batch(batch: _Batch, max_order: int, compat: Compat) -> Tensor:

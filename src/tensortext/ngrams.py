@@ -19,9 +19,6 @@ from torch import Tensor
 
 __all__ = ["compact_ids", "iter_ngram_ids", "ngram_ids", "strip_padding"]
 
-# Pools of up to this many positions rank with int32; larger ones with int64.
-INT32_RANK_LIMIT = 2**31 - 1
-
 
 def compact_ids(keys: Tensor) -> Tensor:
     """Dense ranks of integer keys: equal keys get equal IDs, IDs are ``0..P-1``.
@@ -40,33 +37,10 @@ def compact_ids(keys: Tensor) -> Tensor:
         return torch.zeros_like(keys, dtype=torch.long)
     # Stable sorts of integers use radix sort on CPU, faster than the unstable one.
     sorted_keys, order = torch.sort(keys, stable=True)
-    return _scatter_ranks(order, _run_starts(sorted_keys), torch.long)
-
-
-def _run_starts(*sorted_columns: Tensor) -> Tensor:
-    """``[P]`` bool: where a run of equal rows of the sorted columns begins."""
-    starts = torch.zeros_like(sorted_columns[0], dtype=torch.bool)
-    starts[0] = True
-    for column in sorted_columns:
-        starts[1:] |= column[1:] != column[:-1]
-    return starts
-
-
-def _scatter_ranks(order: Tensor, starts: Tensor, dtype: torch.dtype) -> Tensor:
-    """Rank of each run, written back to the unsorted positions that ``order`` lists."""
-    rank_in_sorted = starts.cumsum(0, dtype=dtype) - 1
+    starts_run = torch.ones_like(sorted_keys, dtype=torch.bool)
+    torch.ne(sorted_keys[1:], sorted_keys[:-1], out=starts_run[1:])
+    rank_in_sorted = starts_run.cumsum(0) - 1
     return torch.empty_like(rank_in_sorted).scatter_(0, order, rank_in_sorted)
-
-
-def _rank_pairs(first: Tensor, second: Tensor, order_by_second: Tensor) -> Tensor:
-    """Dense ranks of the pairs ``(first[i], second[i])``.
-
-    ``order_by_second`` lists the positions sorted by ``second``; a stable sort by ``first`` of
-    that list then sorts by the pair, so one narrow sort replaces a sort of packed 64-bit keys.
-    """
-    sorted_first, permutation = torch.sort(first[order_by_second], stable=True)
-    order = order_by_second[permutation]
-    return _scatter_ranks(order, _run_starts(sorted_first, second[order]), first.dtype)
 
 
 def iter_ngram_ids(
@@ -98,27 +72,21 @@ def iter_ngram_ids(
         for _ in range(max_order):
             yield torch.full((num_rows, max_len), -1, dtype=torch.long, device=device)
         return
-    # Ranks are < P; 32-bit ranks halve the work of every radix sort below.
-    rank_dtype = torch.int32 if num_positions <= INT32_RANK_LIMIT else torch.long
     positions = torch.arange(max_len, device=device)
     # Padding tokens are ranked too: an n-gram that touches one is masked, so they never count.
-    sorted_tokens, token_order = torch.sort(token_ids.reshape(-1), stable=True)
-    token_rank = _scatter_ranks(token_order, _run_starts(sorted_tokens), rank_dtype)
-    group_of_position = groups.to(rank_dtype).repeat_interleave(max_len)
-    # Order 1: rank (group, token).
-    ids = _rank_pairs(group_of_position, token_rank, token_order)
+    token_rank = compact_ids(token_ids.reshape(-1))
+    # Order 1 ranks (group, token). Both factors are < P, so every packed key is < P**2, which
+    # fits int64 for up to 3e9 positions.
+    group_of_position = groups.long().unsqueeze(1).expand(num_rows, max_len).reshape(-1)
+    ids = compact_ids(group_of_position * num_positions + token_rank)
     for order in range(1, max_order + 1):
         if order > 1:
-            # The n-gram at i is the (n-1)-gram at i followed by the token at i+n-1. The shift is
-            # cyclic so that the token order, shifted the same way, still sorts the next tokens;
-            # positions that wrap around or cross a row end are masked below.
-            shift = order - 1
-            next_token = torch.roll(token_rank, -shift)
-            next_order = torch.remainder(token_order - shift, num_positions)
-            ids = _rank_pairs(ids, next_token, next_order)
+            # The n-gram at i is the (n-1)-gram at i followed by the token at i+n-1. Shifting the
+            # flat array crosses row ends; those positions are invalid and masked below.
+            next_token = torch.nn.functional.pad(token_rank[order - 1 :], (0, order - 1))
+            ids = compact_ids(ids * num_positions + next_token)
         outside = positions + order > lengths.unsqueeze(1)  # [S, L]
-        # A copy: `ids` feeds the next order and must keep its ranks.
-        yield ids.view(num_rows, max_len).to(torch.long, copy=True).masked_fill_(outside, -1)
+        yield ids.view(num_rows, max_len).masked_fill(outside, -1)
 
 
 def ngram_ids(token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int) -> Tensor:

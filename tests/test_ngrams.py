@@ -78,3 +78,9 @@ def test_strip_padding_removes_pads_anywhere():
 def test_empty_pool():
     ids = ngram_ids(torch.zeros(0, 4, dtype=torch.long), torch.zeros(0), torch.zeros(0), 3)
     assert ids.shape == (3, 0, 4)
+
+
+def test_orders_longer_than_the_pool():
+    ids = ngram_ids(torch.tensor([[5], [5]]), torch.tensor([1, 1]), torch.tensor([0, 0]), 4)
+    assert ids[0].tolist() == [[0], [0]]
+    assert (ids[1:] == -1).all()

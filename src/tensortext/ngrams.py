@@ -83,7 +83,8 @@ def iter_ngram_ids(
         if order > 1:
             # The n-gram at i is the (n-1)-gram at i followed by the token at i+n-1. Shifting the
             # flat array crosses row ends; those positions are invalid and masked below.
-            next_token = torch.nn.functional.pad(token_rank[order - 1 :], (0, order - 1))
+            shift = min(order - 1, num_positions)  # a longer shift leaves nothing valid
+            next_token = torch.nn.functional.pad(token_rank[shift:], (0, shift))
             ids = compact_ids(ids * num_positions + next_token)
         outside = positions + order > lengths.unsqueeze(1)  # [S, L]
         yield ids.view(num_rows, max_len).masked_fill(outside, -1)

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tensortext.ngrams import compact_ids, ngram_ids, strip_padding
+from tensortext.ngrams import compact_ids, count_ngrams, ngram_ids, strip_padding
 
 EXAMPLES = int(os.environ.get("TENSORTEXT_HYPOTHESIS_EXAMPLES", "60"))
 
@@ -84,3 +84,20 @@ def test_orders_longer_than_the_pool():
     ids = ngram_ids(torch.tensor([[5], [5]]), torch.tensor([1, 1]), torch.tensor([0, 0]), 4)
     assert ids[0].tolist() == [[0], [0]]
     assert (ids[1:] == -1).all()
+
+
+def test_count_ngrams_per_slot():
+    tokens = torch.tensor([[1, 2, 1, 2], [1, 2, 0, 0], [2, 1, 2, 9]])
+    lengths, groups, slots = (
+        torch.tensor([4, 2, 3]),
+        torch.tensor([0, 0, 0]),
+        torch.tensor([0, 1, 1]),
+    )
+    unigrams, bigrams = ngram_ids(tokens, lengths, groups, 2)
+    counts = count_ngrams(bigrams, slots, 2)
+    assert counts.shape == (12, 2) and counts.dtype == torch.int32
+    one_two, two_one = bigrams[0, 0], bigrams[0, 1]
+    assert counts[one_two].tolist() == [2, 2]  # "1 2": twice in row 0, once each in rows 1, 2
+    assert counts[two_one].tolist() == [1, 1]
+    assert int(counts.sum()) == 3 + 1 + 2  # every valid bigram counted once
+    assert count_ngrams(unigrams, slots, 2)[unigrams[2, 2]].tolist() == [2, 3]  # token 2

@@ -23,7 +23,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from tensortext.ngrams import iter_ngram_ids, strip_padding
+from tensortext.ngrams import count_ngrams, iter_ngram_ids, strip_padding
 
 __all__ = [
     "Compat",
@@ -325,31 +325,27 @@ def _clipped_matches(batch: _Batch, max_order: int) -> Tensor:
     lengths = torch.cat([batch.hyp_lens, batch.ref_lens.reshape(-1)])
     sentence = torch.arange(batch_size, device=device)
     groups = torch.cat([sentence, sentence.unsqueeze(1).expand(batch_size, num_refs).reshape(-1)])
-    num_ids = pool.numel()  # every compact ID is below this
-    spill = num_ids  # index for positions without an n-gram
-
+    # Slot 0 counts hypotheses, slot 1 + r the r-th reference of each sentence.
+    slots = torch.cat(
+        [
+            torch.zeros(batch_size, dtype=torch.long, device=device),
+            torch.arange(1, num_refs + 1, device=device).repeat(batch_size),
+        ]
+    )
     hyp_positions = batch_size * width
     hyp_sentence = sentence.unsqueeze(1).expand(batch_size, width).reshape(-1)  # [B*W]
-    slots = torch.arange(num_refs, device=device)
-    ref_slot = slots.view(1, num_refs, 1).expand(batch_size, num_refs, width).reshape(-1)
     correct = torch.zeros(max_order, batch_size + 1, dtype=torch.int32, device=device)
     for order, ids in enumerate(iter_ngram_ids(pool, lengths, groups, max_order)):
-        flat = ids.view(-1)
-        hyp_ngram = torch.where(flat[:hyp_positions] >= 0, flat[:hyp_positions], spill)
-        ref_ngram = torch.where(flat[hyp_positions:] >= 0, flat[hyp_positions:], spill)
-        hyp_count = torch.zeros(num_ids + 1, dtype=torch.int32, device=device)
-        hyp_count.index_add_(0, hyp_ngram, torch.ones_like(hyp_ngram, dtype=torch.int32))
-        # Counts per (n-gram, reference slot), then the max over slots: the clip of each n-gram.
-        ref_count = torch.zeros((num_ids + 1) * num_refs, dtype=torch.int32, device=device)
-        ref_count.index_add_(
-            0, ref_ngram * num_refs + ref_slot, torch.ones_like(ref_ngram, dtype=torch.int32)
-        )
-        clipped = torch.minimum(hyp_count, ref_count.view(num_ids + 1, num_refs).amax(dim=1))
-        clipped[spill] = 0
-        # Each n-gram ID belongs to one sentence; sum its clipped count there.
-        owner = torch.full((num_ids + 1,), batch_size, dtype=torch.long, device=device)
-        owner.scatter_(0, hyp_ngram, torch.where(hyp_ngram == spill, batch_size, hyp_sentence))
-        correct[order].index_add_(0, owner, clipped)
+        counts = count_ngrams(ids, slots, 1 + num_refs)  # [P, 1 + R]
+        # The clip of each n-gram: its count in the hypothesis, at most its count in one reference.
+        ref_max = counts[:, 1:].amax(dim=1) if num_refs else torch.zeros_like(counts[:, 0])
+        clipped = torch.minimum(counts[:, 0], ref_max)
+        # Each n-gram ID belongs to one sentence (IDs are per group); sum its clip there. IDs
+        # that no hypothesis has are clipped to 0 and left with the spill owner B.
+        hyp_ngram = ids.view(-1)[:hyp_positions]
+        owner = torch.full((clipped.shape[0] + 1,), batch_size, dtype=torch.long, device=device)
+        owner.scatter_(0, torch.where(hyp_ngram >= 0, hyp_ngram, clipped.shape[0]), hyp_sentence)
+        correct[order].index_add_(0, owner[:-1], clipped)
     return correct[:, :batch_size].T.long()
 
 

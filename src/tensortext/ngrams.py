@@ -1,4 +1,4 @@
-"""Shared n-gram core: exact compact n-gram IDs and per-row counts for padded ID tensors.
+"""Shared n-gram core: exact compact n-gram IDs and their counts per slot, for padded ID tensors.
 
 Used by BLEU (clipped n-gram matches) and by LMBR (n-gram posteriors). Everything is fixed-shape
 tensor work with no host synchronisation, so it runs the same on CPU and CUDA.
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
-__all__ = ["compact_ids", "iter_ngram_ids", "ngram_ids", "strip_padding"]
+__all__ = ["compact_ids", "count_ngrams", "iter_ngram_ids", "ngram_ids", "strip_padding"]
 
 
 def compact_ids(keys: Tensor) -> Tensor:
@@ -39,7 +39,7 @@ def compact_ids(keys: Tensor) -> Tensor:
     sorted_keys, order = torch.sort(keys, stable=True)
     starts_run = torch.ones_like(sorted_keys, dtype=torch.bool)
     torch.ne(sorted_keys[1:], sorted_keys[:-1], out=starts_run[1:])
-    rank_in_sorted = starts_run.cumsum(0) - 1
+    rank_in_sorted = starts_run.cumsum(0).sub_(1)
     return torch.empty_like(rank_in_sorted).scatter_(0, order, rank_in_sorted)
 
 
@@ -78,14 +78,14 @@ def iter_ngram_ids(
     # Order 1 ranks (group, token). Both factors are < P, so every packed key is < P**2, which
     # fits int64 for up to 3e9 positions.
     group_of_position = groups.long().unsqueeze(1).expand(num_rows, max_len).reshape(-1)
-    ids = compact_ids(group_of_position * num_positions + token_rank)
+    ids = compact_ids(group_of_position.mul(num_positions).add_(token_rank))
     for order in range(1, max_order + 1):
         if order > 1:
             # The n-gram at i is the (n-1)-gram at i followed by the token at i+n-1. Shifting the
             # flat array crosses row ends; those positions are invalid and masked below.
             shift = min(order - 1, num_positions)  # a longer shift leaves nothing valid
             next_token = torch.nn.functional.pad(token_rank[shift:], (0, shift))
-            ids = compact_ids(ids * num_positions + next_token)
+            ids = compact_ids(ids.mul(num_positions).add_(next_token))
         outside = positions + order > lengths.unsqueeze(1)  # [S, L]
         yield ids.view(num_rows, max_len).masked_fill(outside, -1)
 
@@ -93,6 +93,29 @@ def iter_ngram_ids(
 def ngram_ids(token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int) -> Tensor:
     """All orders of :func:`iter_ngram_ids` stacked: ``[N, S, L]`` int64, ``-1`` where no n-gram."""
     return torch.stack(list(iter_ngram_ids(token_ids, lengths, groups, max_order)))
+
+
+def count_ngrams(ids: Tensor, slots: Tensor, num_slots: int) -> Tensor:
+    """Occurrences of every n-gram ID in each slot (a slot is any set of rows).
+
+    BLEU counts a hypothesis in slot 0 and reference ``r`` in slot ``1 + r``; LMBR can count each
+    evidence hypothesis in its own slot and read presence as ``counts > 0``.
+
+    Args:
+        ids: ``[S, L]`` int64 IDs from :func:`iter_ngram_ids` (``-1`` where no n-gram).
+        slots: ``[S]`` int64 in ``0..K-1``: the slot each row counts into.
+        num_slots: ``K``.
+
+    Returns:
+        ``[S * L, K]`` int32: entry ``[g, k]`` is how often ID ``g`` occurs in rows of slot ``k``.
+    """
+    num_ids = ids.numel()
+    slot_of_position = slots.long().unsqueeze(1).expand_as(ids)
+    # Positions without an n-gram land in one spill entry past the end.
+    index = ids.mul(num_slots).add_(slot_of_position).masked_fill_(ids < 0, num_ids * num_slots)
+    counts = torch.zeros((num_ids + 1) * num_slots, dtype=torch.int32, device=ids.device)
+    counts.index_add_(0, index.reshape(-1), torch.ones_like(index, dtype=torch.int32).view(-1))
+    return counts[: num_ids * num_slots].view(num_ids, num_slots)
 
 
 def strip_padding(token_ids: Tensor, pad_id: int) -> tuple[Tensor, Tensor]:

@@ -68,6 +68,12 @@ def test_nltk_mode(tmp_path):
         smoothing_function=SmoothingFunction().method5,
     )
     assert out.strip() == f"{100 * expected:.8f}"
+    # By hand: 9/9 unigrams, 4/7 bigrams, 2/5 trigrams, 1/4 4-grams (NLTK clamps the second
+    # sentence's empty 4-gram denominator to 1); BP = exp(1 - 10/9). Not the 5-gram columns.
+    verbose = run(["bleu", str(ref), "--compat", "nltk", "-s", "method5"], "1 2 3 4 6 5\n7 8 10\n")
+    assert verbose.rstrip().endswith(
+        "100.0/57.1/40.0/25.0 (BP = 0.895 ratio = 0.900 hyp_len = 9 ref_len = 10)"
+    )
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,13 @@ from typing import Any, TextIO
 import torch
 
 from tensortext import __version__
-from tensortext.bleu import NLTK_METHODS, SACREBLEU_METHODS, bleu_from_stats, bleu_stats
+from tensortext.bleu import (
+    NLTK_METHODS,
+    SACREBLEU_METHODS,
+    bleu_from_stats,
+    bleu_stats,
+    make_config,
+)
 from tensortext.ragged import pad_ragged, pad_ragged_refs
 
 __all__ = ["main"]
@@ -81,9 +87,11 @@ def signature(args: argparse.Namespace, num_refs: int) -> str:
 
 
 def describe(score: float, stats: list[int], order: int, width: int) -> dict[str, Any]:
-    """sacrebleu-style verbose fields from one statistics row."""
+    """sacrebleu-style verbose fields from one statistics row (which may hold extra orders)."""
     hyp_len, ref_len = stats[0], stats[1]
-    correct, total = stats[2 : 2 + order], stats[2 + order : 2 + 2 * order]
+    stats_orders = (len(stats) - 2) // 2
+    correct = stats[2 : 2 + order]
+    total = stats[2 + stats_orders : 2 + stats_orders + order]
     precisions = [100.0 * c / t if t else 0.0 for c, t in zip(correct, total, strict=True)]
     ratio = hyp_len / ref_len if ref_len else 0.0
     brevity = (
@@ -107,6 +115,20 @@ def describe(score: float, stats: list[int], order: int, width: int) -> dict[str
 
 
 def run_bleu(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
+    options: dict[str, Any] = dict(
+        max_ngram_order=args.max_ngram_order,
+        weights=args.weights,
+        smooth_method=args.smooth_method,
+        smooth_value=args.smooth_value,
+        effective_order=args.effective_order,
+        compat=args.compat,
+        auto_reweigh=args.auto_reweigh,
+        dtype=torch.float64,
+    )
+    try:
+        config = make_config(**options)  # options are checked before any input is read
+    except (TypeError, ValueError) as error:
+        raise CliError(str(error)) from None
     hyp_lines = read_lines(args.input, stdin)
     ref_lines = [read_lines(path) for path in args.refs]
     for path, lines in zip(args.refs, ref_lines, strict=True):
@@ -128,25 +150,14 @@ def run_bleu(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = No
     hyp_ids, hyp_lens = pad_ragged(hyps, device=device)
     ref_sets = [list(refs) for refs in zip(*refs_by_file, strict=True)] if hyps else []
     ref_ids, ref_lens = pad_ragged_refs(ref_sets, device=device)
-    options: dict[str, Any] = dict(
-        max_ngram_order=args.max_ngram_order,
-        weights=args.weights,
-        smooth_method=args.smooth_method,
-        smooth_value=args.smooth_value,
-        effective_order=args.effective_order,
-        compat=args.compat,
-        auto_reweigh=args.auto_reweigh,
-        dtype=torch.float64,
-    )
     try:
-        order = max(args.max_ngram_order, 5) if args.compat == "nltk" else args.max_ngram_order
         stats = bleu_stats(
             hyp_ids,
             ref_ids,
             hyp_lens=hyp_lens,
             ref_lens=ref_lens,
-            max_ngram_order=order,
-            compat=args.compat,
+            max_ngram_order=config.stats_order,  # NLTK's methods 5 and 7 read 5-grams
+            compat=config.compat,
         )
         if args.sentence_level:
             scores = bleu_from_stats(stats, **options).tolist()

@@ -22,7 +22,7 @@ import logging
 import math
 import random
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
@@ -100,6 +100,16 @@ def _nltk_refs(row_refs: list[list[int]]) -> list[list[int]]:
     return [list(r) for r in row_refs] if row_refs else [[]]
 
 
+def _nan_where_method6_asserts(score: Callable[[], float], smooth_method: str) -> float:
+    """Calls NLTK; its method6 asserts on zero trigram matches, which we report as NaN."""
+    try:
+        return float(score())
+    except AssertionError:
+        if nltk_method_name(smooth_method) != "method6":
+            raise
+        return math.nan
+
+
 def nltk_sentence(
     hyps: Hyps,
     refs: Refs,
@@ -116,19 +126,18 @@ def nltk_sentence(
     out = []
     with quiet():
         for hyp, row_refs in zip(hyps, refs, strict=True):
-            try:
-                score = nltk_bleu.sentence_bleu(
-                    _nltk_refs(row_refs),
-                    list(hyp),
-                    weights=w,
-                    smoothing_function=nltk_smoother(smooth_method, smooth_value),
-                    auto_reweigh=auto_reweigh,
+            out.append(
+                _nan_where_method6_asserts(
+                    lambda hyp=hyp, row_refs=row_refs: nltk_bleu.sentence_bleu(
+                        _nltk_refs(row_refs),
+                        list(hyp),
+                        weights=w,
+                        smoothing_function=nltk_smoother(smooth_method, smooth_value),
+                        auto_reweigh=auto_reweigh,
+                    ),
+                    smooth_method,
                 )
-            except AssertionError:
-                if nltk_method_name(smooth_method) != "method6":
-                    raise
-                score = math.nan
-            out.append(float(score))
+            )
     return out
 
 
@@ -147,19 +156,16 @@ def nltk_corpus(
         return 0.0
     w = nltk_weights(max_ngram_order, weights)
     with quiet():
-        try:
-            score = nltk_bleu.corpus_bleu(
+        return _nan_where_method6_asserts(
+            lambda: nltk_bleu.corpus_bleu(
                 [_nltk_refs(r) for r in refs],
                 [list(h) for h in hyps],
                 weights=w,
                 smoothing_function=nltk_smoother(smooth_method, smooth_value),
                 auto_reweigh=auto_reweigh,
-            )
-        except AssertionError:
-            if nltk_method_name(smooth_method) != "method6":
-                raise
-            score = math.nan
-    return float(score)
+            ),
+            smooth_method,
+        )
 
 
 def nltk_stats(hyps: Hyps, refs: Refs, *, max_ngram_order: int = 4) -> list[list[int]]:

@@ -63,46 +63,27 @@ def _label(what: str, case: Case, opts: dict[str, Any], dtype: torch.dtype) -> s
     return f"{what} [{case.encoding}] opts={opts} dtype={dtype}"
 
 
-def check_sentence(case: Case, opts: dict[str, Any], dtype: torch.dtype) -> torch.Tensor:
-    """sentence_bleu vs the reference, row by row.  NLTK method6 rows on which NLTK asserts are
-    NaN in the reference: then validate=True must raise ValueError and validate=False must give
-    NaN exactly on those rows."""
-    expected = ref_sentence(case.hyps, case.refs, **opts)
-    label = _label("sentence_bleu", case, opts, dtype)
-    if any(math.isnan(x) for x in expected):
+def _check_against_reference(
+    score_fn: Any,
+    expected: Any,
+    shape: tuple[int, ...],
+    case: Case,
+    opts: dict[str, Any],
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """``score_fn`` (sentence_bleu or corpus_bleu) vs the reference value(s).  Where NLTK's
+    method6 asserts, the reference is NaN: then validate=True must raise ValueError and
+    validate=False must give NaN exactly there."""
+    label = _label(score_fn.__name__, case, opts, dtype)
+    expected_values = expected if isinstance(expected, list) else [expected]
+    if any(math.isnan(x) for x in expected_values):
         assert _is_method6(opts)
         with pytest.raises(ValueError):
-            sentence_bleu(**case.kwargs, **opts, dtype=dtype)
-        ours = sentence_bleu(**case.kwargs, **opts, dtype=dtype, validate=False)
+            score_fn(**case.kwargs, **opts, dtype=dtype)
+        ours = score_fn(**case.kwargs, **opts, dtype=dtype, validate=False)
     else:
-        ours = sentence_bleu(**case.kwargs, **opts, dtype=dtype)
-    device = case.kwargs["hyp_ids"].device
-    assert ours.shape == (len(case.hyps),), label
-    assert ours.dtype == dtype, label
-    assert ours.device == device, label
-    assert_scores_close(
-        ours,
-        expected,
-        atol=ATOL[dtype],
-        hyps=case.hyps,
-        refs=case.refs,
-        kwargs=case.kwargs,
-        label=label,
-    )
-    return ours
-
-
-def check_corpus(case: Case, opts: dict[str, Any], dtype: torch.dtype) -> torch.Tensor:
-    expected = ref_corpus(case.hyps, case.refs, **opts)
-    label = _label("corpus_bleu", case, opts, dtype)
-    if math.isnan(expected):
-        assert _is_method6(opts)
-        with pytest.raises(ValueError):
-            corpus_bleu(**case.kwargs, **opts, dtype=dtype)
-        ours = corpus_bleu(**case.kwargs, **opts, dtype=dtype, validate=False)
-    else:
-        ours = corpus_bleu(**case.kwargs, **opts, dtype=dtype)
-    assert ours.shape == (), label
+        ours = score_fn(**case.kwargs, **opts, dtype=dtype)
+    assert ours.shape == shape, label
     assert ours.dtype == dtype, label
     assert ours.device == case.kwargs["hyp_ids"].device, label
     assert_scores_close(
@@ -115,6 +96,18 @@ def check_corpus(case: Case, opts: dict[str, Any], dtype: torch.dtype) -> torch.
         label=label,
     )
     return ours
+
+
+def check_sentence(case: Case, opts: dict[str, Any], dtype: torch.dtype) -> torch.Tensor:
+    """sentence_bleu vs the reference, row by row."""
+    expected = ref_sentence(case.hyps, case.refs, **opts)
+    return _check_against_reference(sentence_bleu, expected, (len(case.hyps),), case, opts, dtype)
+
+
+def check_corpus(case: Case, opts: dict[str, Any], dtype: torch.dtype) -> torch.Tensor:
+    """corpus_bleu vs the reference corpus score."""
+    expected = ref_corpus(case.hyps, case.refs, **opts)
+    return _check_against_reference(corpus_bleu, expected, (), case, opts, dtype)
 
 
 # --------------------------------------------------------------------------------------------

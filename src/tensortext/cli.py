@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -94,11 +95,7 @@ def describe(score: float, stats: list[int], order: int, width: int) -> dict[str
     total = stats[2 + stats_orders : 2 + stats_orders + order]
     precisions = [100.0 * c / t if t else 0.0 for c, t in zip(correct, total, strict=True)]
     ratio = hyp_len / ref_len if ref_len else 0.0
-    brevity = (
-        1.0
-        if hyp_len > ref_len
-        else (2.718281828459045 ** (1 - ref_len / hyp_len) if hyp_len else 0.0)
-    )
+    brevity = 1.0 if hyp_len > ref_len else (math.exp(1 - ref_len / hyp_len) if hyp_len else 0.0)
     verbose = (
         "/".join(f"{p:.{width}f}" for p in precisions)
         + f" (BP = {brevity:.3f} ratio = {ratio:.3f} hyp_len = {hyp_len} ref_len = {ref_len})"

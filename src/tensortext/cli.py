@@ -180,7 +180,8 @@ def run_bleu(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = No
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="tensortext", description="Text pipeline on PyTorch tensors: token-ID BLEU."
+        prog="tensortext",
+        description="Text pipeline on PyTorch tensors: token-ID BLEU and batched beam search.",
     )
     parser.add_argument("--version", action="version", version=f"tensortext {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -228,10 +229,26 @@ def build_parser() -> argparse.ArgumentParser:
     bleu.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
     bleu.set_defaults(handler=run_bleu)
 
+    translate = commands.add_parser(
+        "translate",
+        help="beam-search a file with the bundled model or a Hugging Face model directory",
+        description="Batched beam search over sentences x beams; one translation per line.",
+    )
+    from tensortext.decode.command import add_translate_arguments
+
+    add_translate_arguments(translate)
+    translate.set_defaults(handler=run_translate)
+
     demo = commands.add_parser("demo", help="run the bundled demo")
     demo.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     demo.set_defaults(handler=run_demo)
     return parser
+
+
+def run_translate(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
+    from tensortext.decode.command import run_translate as translate_file
+
+    translate_file(args, stdout, stdin, read_lines, CliError)
 
 
 def run_demo(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:

@@ -125,10 +125,11 @@ def generate(
         )
     if min_new_tokens is None:
         min_new_tokens = int(generation_config.min_new_tokens or 0)
+    # transformers >= 5 leaves unset fields None and applies its defaults inside generate.
     if length_penalty is None:
-        length_penalty = float(generation_config.length_penalty)
+        length_penalty = float(_config_value(generation_config, "length_penalty", 1.0))
     if early_stopping is None:
-        early_stopping = generation_config.early_stopping
+        early_stopping = _config_value(generation_config, "early_stopping", False)
     pad_id = generation_config.pad_token_id
 
     if config.is_encoder_decoder:
@@ -348,6 +349,11 @@ class _ConfigProcessor:
         if self.then is not None:
             log_probs = self.then(tokens, log_probs)
         return log_probs
+
+
+def _config_value(generation_config: Any, name: str, default: Any) -> Any:
+    value = getattr(generation_config, name, None)
+    return default if value is None else value
 
 
 def _fill_columns(log_probs: Tensor, columns: Sequence[int], value: float) -> Tensor:

@@ -1,0 +1,213 @@
+"""``tensortext translate``: beam-search a file with the bundled model or a Hugging Face model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+
+from tensortext.decode.beam import BeamOutput, EarlyStopping
+from tensortext.decode.translate import length_batches, translate
+
+__all__ = ["add_translate_arguments", "run_translate"]
+
+
+def add_translate_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-i", "--input", help="source file, one sentence per line (default: stdin)")
+    parser.add_argument("-o", "--output", help="output file (default: stdout)")
+    parser.add_argument(
+        "-m",
+        "--model",
+        default="bundled",
+        help="'bundled' (the small model shipped with tensortext) or a Hugging Face model "
+        "directory (needs tensortext[hf])",
+    )
+    parser.add_argument("-k", "--num-beams", type=int, default=4)
+    parser.add_argument("--batch-sentences", type=int, default=64, help="sentences per batch")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="padded source tokens cap")
+    parser.add_argument("--no-sort", action="store_true", help="batch in input order")
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=None, help="default: 2 * longest source + 10"
+    )
+    parser.add_argument("--min-new-tokens", type=int, default=0)
+    parser.add_argument("--length-penalty", type=float, default=1.0)
+    parser.add_argument("--early-stopping", choices=["false", "true", "never"], default="false")
+    parser.add_argument("--finished", choices=["refill", "mask"], default="refill")
+    parser.add_argument("--prune-threshold", type=float, default=None, help="e.g. 0.01")
+    parser.add_argument(
+        "--nbest",
+        type=int,
+        default=0,
+        metavar="R",
+        help="print the R best as Moses n-best lines 'id ||| text ||| ||| score' (empty features)",
+    )
+    parser.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def run_translate(
+    args: argparse.Namespace,
+    stdout: TextIO,
+    stdin: TextIO | None,
+    read_lines: Callable[[str | None, TextIO | None], list[str]],
+    error: type[Exception],
+) -> None:
+    """Translate ``args.input`` (or stdin) and write one line per sentence, or n-best lines."""
+    lines = read_lines(args.input, stdin)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    stopping_modes: dict[str, EarlyStopping] = {"false": False, "true": True, "never": "never"}
+    early_stopping = stopping_modes[args.early_stopping]
+    for flag, value, low in (("--num-beams", args.num_beams, 1), ("--nbest", args.nbest, 0),
+                             ("--batch-sentences", args.batch_sentences, 1)):  # fmt: skip
+        if value < low:
+            raise error(f"{flag} must be >= {low}, got {value}")
+    returns = max(args.nbest, 1)
+    if returns > args.num_beams:
+        raise error(f"--nbest {args.nbest} exceeds --num-beams {args.num_beams}; raise -k")
+    options: dict[str, Any] = dict(
+        num_beams=args.num_beams,
+        min_new_tokens=args.min_new_tokens,
+        length_penalty=args.length_penalty,
+        early_stopping=early_stopping,
+        finished=args.finished,
+        prune_threshold=args.prune_threshold,
+        num_return_sequences=returns,
+    )
+    progress = None if args.quiet else _Progress(len(lines), sys.stderr)
+    started = time.perf_counter()
+    try:
+        if args.model == "bundled":
+            texts, scores = _translate_bundled(lines, args, options, device, progress)
+        else:
+            texts, scores = _translate_hf(lines, args, options, device, progress)
+    except ValueError as exc:
+        raise error(str(exc)) from exc
+    elapsed = time.perf_counter() - started
+    if progress is not None:
+        progress.close(elapsed, sum(len(line.split()) for line in lines))
+
+    out = open(args.output, "w", encoding="utf-8") if args.output else stdout  # noqa: SIM115
+    try:
+        for i, (hyps, hyp_scores) in enumerate(zip(texts, scores, strict=True)):
+            if args.nbest:
+                for text, score in zip(hyps, hyp_scores, strict=True):
+                    out.write(f"{i} ||| {text} |||  ||| {score:.6f}\n")
+            else:
+                out.write(hyps[0] + "\n")
+    finally:
+        if out is not stdout:
+            out.close()
+
+
+def _translate_bundled(
+    lines: Sequence[str],
+    args: argparse.Namespace,
+    options: dict[str, Any],
+    device: torch.device,
+    progress: _Progress | None,
+) -> tuple[list[list[str]], list[list[float]]]:
+    from tensortext.decode.bundled import load_bundled_translator
+
+    model = load_bundled_translator(device)
+    src_ids, src_lens = model.tokenize_source(lines)
+    out = translate(
+        model,
+        src_ids.to(device),
+        src_lens.to(device),
+        max_sentences=args.batch_sentences,
+        max_tokens=args.batch_tokens,
+        sort_by_length=not args.no_sort,
+        max_new_tokens=args.max_new_tokens or (lambda longest: 2 * longest + 10),
+        progress=progress,
+        **options,
+    )
+    R = out.sequences.shape[1]
+    flat = model.detokenize(out.sequences.flatten(0, 1), out.lengths.flatten())
+    texts = [flat[i * R : (i + 1) * R] for i in range(len(lines))]
+    return texts, out.scores.tolist()
+
+
+def _translate_hf(
+    lines: Sequence[str],
+    args: argparse.Namespace,
+    options: dict[str, Any],
+    device: torch.device,
+    progress: _Progress | None,
+) -> tuple[list[list[str]], list[list[float]]]:
+    try:
+        from transformers import (
+            AutoConfig,
+            AutoModelForCausalLM,
+            AutoModelForSeq2SeqLM,
+            AutoTokenizer,
+        )
+    except ImportError as exc:
+        raise ValueError("--model DIR needs transformers: pip install 'tensortext[hf]'") from exc
+    from tensortext.decode.hf import generate
+
+    if not Path(args.model).is_dir():
+        raise ValueError(f"--model {args.model!r} is neither 'bundled' nor a model directory")
+    config = AutoConfig.from_pretrained(args.model, local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(args.model, local_files_only=True)
+    auto = AutoModelForSeq2SeqLM if config.is_encoder_decoder else AutoModelForCausalLM
+    model: Any = auto.from_pretrained(args.model, local_files_only=True)
+    model = model.to(device).eval()
+    if not config.is_encoder_decoder:
+        tokenizer.padding_side = "left"
+    lengths = torch.tensor([len(tokenizer(line)["input_ids"]) for line in lines])
+    texts: list[list[str]] = [[] for _ in lines]
+    scores: list[list[float]] = [[] for _ in lines]
+    done = 0
+    for batch in length_batches(
+        lengths,
+        max_sentences=args.batch_sentences,
+        max_tokens=args.batch_tokens,
+        sort_by_length=not args.no_sort,
+    ):
+        indices = batch.tolist()
+        encoded = tokenizer([lines[i] for i in indices], return_tensors="pt", padding=True)
+        longest = encoded["input_ids"].shape[1]
+        out: BeamOutput = generate(
+            model,
+            encoded["input_ids"].to(device),
+            encoded["attention_mask"].to(device),
+            max_new_tokens=args.max_new_tokens or 2 * longest + 10,
+            **options,
+        )
+        for row, i in enumerate(indices):
+            for r in range(out.sequences.shape[1]):
+                ids = out.sequences[row, r, : out.lengths[row, r]]
+                text = tokenizer.decode(ids, skip_special_tokens=True)
+                texts[i].append(str(text).strip())
+            scores[i] = out.scores[row].tolist()
+        done += len(indices)
+        if progress is not None:
+            progress(done)
+    return texts, scores
+
+
+class _Progress:
+    """A one-line progress bar on stderr: sentences done, rate."""
+
+    def __init__(self, total: int, stream: TextIO):
+        self.total = max(total, 1)
+        self.stream = stream
+        self.started = time.perf_counter()
+
+    def __call__(self, done: int) -> None:
+        width = 30
+        filled = width * done // self.total
+        rate = done / max(time.perf_counter() - self.started, 1e-9)
+        bar = "#" * filled + "." * (width - filled)
+        self.stream.write(f"\rtranslating [{bar}] {done}/{self.total} ({rate:.1f} sent/s)")
+        self.stream.flush()
+
+    def close(self, seconds: float, source_words: int) -> None:
+        words_per_minute = 60 * source_words / max(seconds, 1e-9)
+        self.stream.write(f"\n{seconds:.2f} s, {words_per_minute:.0f} source words/min\n")
+        self.stream.flush()

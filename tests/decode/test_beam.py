@@ -114,7 +114,8 @@ def test_wide_beam_equals_exhaustive_search(seed, length_penalty, min_new_tokens
         num_return_sequences=3,
     )
     # Mask mode (the paper) only returns EOS hypotheses while any exists.
-    expected = exhaustive(table, 1, T, length_penalty, min_new_tokens, with_cut_off=finished == "refill")
+    with_cut_off = finished == "refill"
+    expected = exhaustive(table, 1, T, length_penalty, min_new_tokens, with_cut_off=with_cut_off)
     if not expected:
         expected = exhaustive(table, 1, T, length_penalty, min_new_tokens)
     got = hypotheses(out, 0)
@@ -218,7 +219,9 @@ def test_prune_threshold():
     assert hypotheses(pruned, 0) == [greedy]
     # A negligible threshold changes nothing.
     plain = run(table[None], [1], 4, max_new_tokens=6, num_return_sequences=4)
-    loose = run(table[None], [1], 4, max_new_tokens=6, num_return_sequences=4, prune_threshold=1e-30)
+    loose = run(
+        table[None], [1], 4, max_new_tokens=6, num_return_sequences=4, prune_threshold=1e-30
+    )
     assert hypotheses(plain, 0) == hypotheses(loose, 0)
 
 

@@ -43,16 +43,16 @@ def table_step(tables: torch.Tensor):
     return step
 
 
-def run(tables: torch.Tensor, starts: list[int], num_beams: int, **kwargs):
+def run(tables: torch.Tensor, starts: list[int], num_beams: int, device="cpu", **kwargs):
     B = len(starts)
-    sentence = torch.arange(B).repeat_interleave(num_beams)
+    sentence = torch.arange(B, device=device).repeat_interleave(num_beams)
     return beam_search(
-        table_step(tables),
+        table_step(tables.to(device)),
         sentence,
         batch_size=B,
         num_beams=num_beams,
         eos_id=EOS,
-        start_ids=torch.tensor(starts),
+        start_ids=torch.tensor(starts, device=device),
         **kwargs,
     )
 
@@ -370,3 +370,17 @@ def test_step_fn_returning_the_wrong_shape():
     with pytest.raises(ValueError, match="float"):
         beam_search(integer_step, None, batch_size=1, num_beams=2, eos_id=0,
                     start_ids=torch.tensor([1]), max_new_tokens=3)  # fmt: skip
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("finished", ["refill", "mask"])
+def test_cuda_equals_cpu(finished):
+    tables = torch.stack([sparse_table(s, 50, successors=20) for s in range(8)])
+    kwargs = dict(max_new_tokens=12, num_return_sequences=3, finished=finished,
+                  output_token_scores=True, prune_threshold=1e-4)  # fmt: skip
+    cpu = run(tables, list(range(1, 9)), 4, **kwargs)
+    cuda = run(tables, list(range(1, 9)), 4, device="cuda", **kwargs)
+    assert torch.equal(cpu.sequences, cuda.sequences.cpu())
+    assert torch.equal(cpu.lengths, cuda.lengths.cpu())
+    # The same float32 additions in the same order: equal up to the last bit or two.
+    torch.testing.assert_close(cpu.scores, cuda.scores.cpu(), rtol=1e-6, atol=1e-6)

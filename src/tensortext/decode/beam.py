@@ -50,8 +50,9 @@ class BeamOutput:
         sequences: ``[B, R, T]`` int64 generated tokens (EOS included, ``start_ids`` excluded),
             padded with ``pad_id`` after ``lengths``; ``T`` is the longest returned hypothesis.
         lengths: ``[B, R]`` int64 number of generated tokens, EOS included.
-        scores: ``[B, R]`` float32 ``sum of log-probs / lengths ** length_penalty``; ``-inf`` marks
-            a slot with no hypothesis (possible only when pruning or masking killed every beam).
+        scores: ``[B, R]`` float32 ``sum of log-probs / lengths ** length_penalty``; ``-inf`` (and
+            length 0) marks a slot with no hypothesis, when fewer than ``R`` hypotheses have a
+            finite score (pruning, masking, or forced tokens leaving fewer paths than ``R``).
         token_scores: ``[B, R, T]`` float32 processed log-probability of each generated token
             (0 after ``lengths``), or ``None`` unless ``output_token_scores=True``.
     """
@@ -170,7 +171,7 @@ def beam_search(
         >>> out.sequences.tolist(), out.lengths.tolist()
         ([[[1, 0]]], [[2]])
     """
-    eos_ids = _check_settings(
+    eos_ids = check_settings(
         batch_size=batch_size,
         num_beams=num_beams,
         eos_id=eos_id,
@@ -483,7 +484,7 @@ def _expand_like(index: Tensor, source: Tensor) -> Tensor:
     )
 
 
-def _check_settings(
+def check_settings(
     *,
     batch_size: int,
     num_beams: int,

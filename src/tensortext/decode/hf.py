@@ -30,6 +30,7 @@ from tensortext.decode.beam import (
     LogitsProcessor,
     ScoreBias,
     beam_search,
+    check_settings,
 )
 
 __all__ = ["generate"]
@@ -131,6 +132,21 @@ def generate(
     if early_stopping is None:
         early_stopping = _config_value(generation_config, "early_stopping", False)
     pad_id = generation_config.pad_token_id
+    # Every setting is checked before the encoder or the prefill runs.
+    check_settings(
+        batch_size=batch_size,
+        num_beams=num_beams,
+        eos_id=eos_ids,
+        max_new_tokens=max_new_tokens,
+        min_new_tokens=min_new_tokens,
+        length_penalty=length_penalty,
+        early_stopping=early_stopping,
+        finished=finished,
+        prune_threshold=prune_threshold,
+        num_return_sequences=num_return_sequences,
+        pad_id=None if pad_id is None else int(pad_id),
+        vocab_size=_output_vocab_size(model),
+    )
 
     if config.is_encoder_decoder:
         start_id = generation_config.decoder_start_token_id
@@ -294,8 +310,10 @@ class _ConfigProcessor:
     min_length: int
     forced_bos_id: int | None
     forced_eos_ids: list[int]
-    banned_ids: list[int]
-    begin_banned_ids: list[int]
+    bad_word_ids: list[int]
+    suppressed_ids: list[int]
+    begin_suppressed_ids: list[int]
+    begin_index: int
     then: LogitsProcessor | None
 
     @classmethod
@@ -308,7 +326,7 @@ class _ConfigProcessor:
         max_new_tokens: int,
         then: LogitsProcessor | None,
     ) -> _ConfigProcessor:
-        banned = list(_as_id_list(generation_config.suppress_tokens))
+        bad_word_ids = []
         for word in generation_config.bad_words_ids or []:
             if len(word) != 1:
                 raise ValueError(
@@ -317,27 +335,34 @@ class _ConfigProcessor:
                     "generation_config.bad_words_ids to single tokens or None, or pass a "
                     "logits_processor"
                 )
-            banned.append(int(word[0]))
+            # As generate: a bad word that is an EOS ID is dropped (EOS must stay reachable).
+            if int(word[0]) not in eos_ids:
+                bad_word_ids.append(int(word[0]))
+        forced_bos_id = generation_config.forced_bos_token_id
+        # As generate: with a one-token decoder prompt and a forced BOS, "begin" is the token
+        # after the forced one.
+        begin_index = prompt_len + (1 if prompt_len == 1 and forced_bos_id is not None else 0)
         return cls(
             eos_ids=eos_ids,
             prompt_len=prompt_len,
             max_len=prompt_len + max_new_tokens,
             min_length=int(generation_config.min_length or 0),
-            forced_bos_id=generation_config.forced_bos_token_id,
+            forced_bos_id=forced_bos_id,
             forced_eos_ids=_as_id_list(generation_config.forced_eos_token_id),
-            banned_ids=banned,
-            begin_banned_ids=_as_id_list(generation_config.begin_suppress_tokens),
+            bad_word_ids=bad_word_ids,
+            suppressed_ids=_as_id_list(generation_config.suppress_tokens),
+            begin_suppressed_ids=_as_id_list(generation_config.begin_suppress_tokens),
+            begin_index=begin_index,
             then=then,
         )
 
     def __call__(self, tokens: Tensor, log_probs: Tensor) -> Tensor:
+        # generate's order: bad words, minimum length, forced BOS/EOS, then suppression.
         cur_len = tokens.shape[1]
-        if self.banned_ids:
-            log_probs = _fill_columns(log_probs, self.banned_ids, -math.inf)
+        if self.bad_word_ids:
+            log_probs = _fill_columns(log_probs, self.bad_word_ids, -math.inf)
         if cur_len < self.min_length:
             log_probs = _fill_columns(log_probs, self.eos_ids, -math.inf)
-        if self.begin_banned_ids and cur_len == self.prompt_len:
-            log_probs = _fill_columns(log_probs, self.begin_banned_ids, -math.inf)
         if self.forced_bos_id is not None and cur_len == 1:
             log_probs = _fill_columns(
                 torch.full_like(log_probs, -math.inf), [self.forced_bos_id], 0.0
@@ -346,6 +371,10 @@ class _ConfigProcessor:
             log_probs = _fill_columns(
                 torch.full_like(log_probs, -math.inf), self.forced_eos_ids, 0.0
             )
+        if self.suppressed_ids:
+            log_probs = _fill_columns(log_probs, self.suppressed_ids, -math.inf)
+        if self.begin_suppressed_ids and cur_len == self.begin_index:
+            log_probs = _fill_columns(log_probs, self.begin_suppressed_ids, -math.inf)
         if self.then is not None:
             log_probs = self.then(tokens, log_probs)
         return log_probs
@@ -369,6 +398,17 @@ def _as_id_list(value: Any) -> list[int]:
     if isinstance(value, int):
         return [value]
     return [int(v) for v in value]
+
+
+def _output_vocab_size(model: Any) -> int | None:
+    """Rows of the output layer (can exceed ``config.vocab_size``, e.g. padded embeddings)."""
+    get_output = getattr(model, "get_output_embeddings", None)
+    output = get_output() if callable(get_output) else None
+    weight = getattr(output, "weight", None)
+    if isinstance(weight, Tensor):
+        return int(weight.shape[0])
+    vocab_size = getattr(model.config, "vocab_size", None)
+    return vocab_size if isinstance(vocab_size, int) else None
 
 
 def _model_device(model: Any) -> torch.device:

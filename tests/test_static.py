@@ -11,6 +11,8 @@ import pytest
 import torch
 
 import tensortext.bleu
+import tensortext.decode.beam
+import tensortext.decode.bundled
 import tensortext.integrations.trl
 import tensortext.metric
 import tensortext.ngrams
@@ -36,7 +38,14 @@ def test_mypy():
 
 @pytest.mark.parametrize(
     "module",
-    [tensortext.bleu, tensortext.metric, tensortext.ngrams, tensortext.integrations.trl],
+    [
+        tensortext.bleu,
+        tensortext.metric,
+        tensortext.ngrams,
+        tensortext.integrations.trl,
+        tensortext.decode.beam,
+        tensortext.decode.bundled,
+    ],
     ids=lambda m: m.__name__,
 )
 def test_docstring_examples(module):

@@ -252,9 +252,10 @@ def run_translate(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None
 
 
 def run_demo(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
-    from tensortext.demo import demo
+    from tensortext.demo import demo, demo_translation
 
     demo(device=args.device, out=stdout)
+    demo_translation(device=args.device, out=stdout)
 
 
 def main(

@@ -1,4 +1,5 @@
-"""``tensortext demo``: token-ID BLEU on the bundled corpus, checked against sacrebleu."""
+"""``tensortext demo``: token-ID BLEU on the bundled corpus, checked against sacrebleu, and beam
+search with the bundled translation model, scored with BLEU."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from tensortext.bleu import corpus_bleu, sentence_bleu
 from tensortext.ragged import pad_ragged, pad_ragged_refs
 
-__all__ = ["demo"]
+__all__ = ["demo", "demo_translation"]
 
 
 def _bundled(name: str) -> list[str]:
@@ -74,3 +75,45 @@ def demo(*, device: str | None = None, out: TextIO) -> None:
         f"\nRL rewards for a {batch} x {length}-token batch on {target}: {1000 * median:.1f} ms "
         "(bench/bench_bleu.py compares with NLTK, sacrebleu, torchmetrics and rxlm)\n"
     )
+
+
+def demo_translation(*, device: str | None = None, out: TextIO) -> None:
+    """Translates the bundled test set with the bundled model: greedy vs beam, BLEU and speed."""
+    from tensortext.decode import translate
+    from tensortext.decode.bundled import load_bundled_translator
+
+    target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    sources, references = _bundled("translate.src"), _bundled("translate.ref")
+    model = load_bundled_translator(target)
+    src_ids, src_lens = model.tokenize_source(sources)
+    ref_ids, ref_lens = model.tokenize_target(references)
+    src_ids, src_lens = src_ids.to(target), src_lens.to(target)
+    ref_ids, ref_lens = ref_ids.to(target), ref_lens.to(target)
+    words = sum(len(line.split()) for line in sources)
+    out.write(
+        f"\nbeam search with the bundled model ({len(sources)} test sentences, batches of 64 "
+        f"sentences x K beams, length-sorted, on {target}):\n"
+    )
+    texts: list[str] = []
+    for num_beams in (1, 4):
+        start = time.perf_counter()
+        result = translate(model, src_ids, src_lens, num_beams=num_beams, max_sentences=64)
+        if target.type == "cuda":
+            torch.cuda.synchronize(target)
+        seconds = time.perf_counter() - start
+        hyp_ids, hyp_lens = result.sequences[:, 0], result.lengths[:, 0]
+        # BLEU on target-vocabulary IDs, without the EOS that ends each hypothesis.
+        ends_with_eos = (
+            hyp_ids.gather(1, (hyp_lens - 1).clamp(min=0)[:, None])[:, 0] == model.eos_id
+        )
+        hyp_lens = hyp_lens - (ends_with_eos & (hyp_lens > 0)).long()
+        score = float(corpus_bleu(hyp_ids, ref_ids, hyp_lens=hyp_lens, ref_lens=ref_lens))
+        texts = model.detokenize(hyp_ids, hyp_lens)
+        exact = sum(h == r for h, r in zip(texts, references, strict=True)) / len(references)
+        out.write(
+            f"  K={num_beams:<2d} BLEU {100 * score:6.2f}   exact match {100 * exact:5.1f}%   "
+            f"{seconds:6.2f} s ({60 * words / seconds:,.0f} source words/min)\n"
+        )
+    out.write("\nfirst three (source => beam-4 output | reference):\n")
+    for source, text, reference in zip(sources[:3], texts[:3], references[:3], strict=True):
+        out.write(f"  {source}\n    => {text}\n     | {reference}\n")

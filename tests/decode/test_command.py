@@ -115,3 +115,21 @@ def test_invalid_utf8_names_the_line(tmp_path: Path, capsys):
     with pytest.raises(SystemExit):
         main(["translate", "-i", str(src), "-q"], stdout=io.StringIO())
     assert "line 2" in capsys.readouterr().err
+
+
+def test_bundled_model(tmp_path: Path):
+    src = tmp_path / "src.txt"
+    src.write_text("2 3 3 . 9 7\n7\n", encoding="utf-8")
+    lines = run_cli("translate", "-i", str(src), "-k", "4", "-q", "--device", "cpu").splitlines()
+    assert lines == ["two hundred thirty three point nine seven", "seven"]
+    nbest = run_cli("translate", "-i", str(src), "-k", "4", "--nbest", "4", "-q").splitlines()
+    assert len(nbest) == 8 and nbest[0].startswith("0 ||| two hundred thirty three point")
+
+
+def test_bundled_model_unknown_word(tmp_path: Path, capsys):
+    src = tmp_path / "src.txt"
+    src.write_text("7\nseven\n", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        main(["translate", "-i", str(src), "-q"], stdout=io.StringIO())
+    err = capsys.readouterr().err
+    assert "seven" in err and "line 2" in err

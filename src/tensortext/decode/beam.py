@@ -163,8 +163,9 @@ def beam_search(
 
     Example:
         >>> import torch
-        >>> table = torch.log_softmax(torch.tensor([[0.0, 2.0, 1.0], [3.0, 0.0, 0.0],
-        ...                                         [0.0, 0.0, 3.0]]), dim=-1)
+        >>> # Next-token log-probs given the last token (EOS = 0): 2 -> 1 -> EOS is likely.
+        >>> table = torch.log_softmax(torch.tensor([[0.0, 0.0, 0.0], [3.0, 0.0, 0.0],
+        ...                                         [0.0, 2.0, 1.0]]), dim=-1)
         >>> step = lambda tokens, state: (table[tokens[:, -1]], state)
         >>> out = beam_search(step, None, batch_size=1, num_beams=2, eos_id=0,
         ...                   start_ids=torch.tensor([2]), max_new_tokens=4)

@@ -114,6 +114,11 @@ def _translate_bundled(
     from tensortext.decode.bundled import load_bundled_translator
 
     model = load_bundled_translator(device)
+    limit = model.max_len - 1
+    if args.max_new_tokens is not None and args.max_new_tokens > limit:
+        raise ValueError(
+            f"--max-new-tokens {args.max_new_tokens} exceeds the bundled model's {limit}"
+        )
     src_ids, src_lens = model.tokenize_source(lines)
     out = translate(
         model,
@@ -122,7 +127,8 @@ def _translate_bundled(
         max_sentences=args.batch_sentences,
         max_tokens=args.batch_tokens,
         sort_by_length=not args.no_sort,
-        max_new_tokens=args.max_new_tokens or (lambda longest: 2 * longest + 10),
+        # The model's positions end at max_len (start token included).
+        max_new_tokens=args.max_new_tokens or (lambda longest: min(2 * longest + 10, limit)),
         progress=progress,
         **options,
     )

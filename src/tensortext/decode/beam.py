@@ -239,28 +239,25 @@ def beam_search(
         if score_bias is not None:
             log_probs = log_probs + score_bias(tokens)
 
-        candidates = log_probs.view(B, K, V) + running_scores[:, :, None]  # [B, K, V]
+        candidates = log_probs.reshape(B, K, V) + running_scores[:, :, None]  # [B, K, V]
         candidates = candidates.view(B, K * V)
         if log_prune is not None:
             best = candidates.max(dim=1, keepdim=True).values
             candidates = candidates.masked_fill(candidates < best + log_prune, -math.inf)
         cand_scores, cand_flat = candidates.topk(num_candidates, dim=1)  # [B, C], best first
         cand_beam = cand_flat // V
-        cand_token = cand_flat % V
-        cand_is_eos = torch.isin(cand_token, eos_tensor)
+        cand_is_eos = torch.isin(cand_flat % V, eos_tensor)
         cand_ends = cand_is_eos | last_step
         # Mask mode: only EOS hypotheses are finished; beams cut off at the limit are a last resort.
         cand_finishes = cand_ends if refill else cand_is_eos
-        # Every candidate's row of tokens and per-token scores (parent's row + the new token).
-        cand_tokens = running_tokens.gather(1, _expand_like(cand_beam, running_tokens))
-        cand_tokens[:, :, cur_len] = cand_token
-        cand_token_scores = None
-        if running_token_scores is not None:
-            cand_token_scores = running_token_scores.gather(
-                1, _expand_like(cand_beam, running_token_scores)
-            )
-            step_scores = log_probs.view(B, K * V).gather(1, cand_flat)
-            cand_token_scores[:, :, step] = step_scores
+        cand_tokens, cand_token_scores = _extend(
+            running_tokens,
+            running_token_scores,
+            log_probs.reshape(B, K * V),
+            cand_flat,
+            cur_len,
+            step,
+        )
 
         # Finished pool: only the top K candidates may finish (the rest exist to refill the beam),
         # and nothing is added once a sentence is done.
@@ -427,15 +424,10 @@ def _track_mask_mode_fallbacks(
     in_beam = (eos_flat[:, :, None] == cand_flat[:, None, :]).any(dim=2)
     eos_scores = candidates.gather(1, eos_flat)
     eos_scores = eos_scores.masked_fill(in_beam | done[:, None], -math.inf) / norm
-    eos_beam = eos_flat // V
-    eos_tokens = running_tokens.gather(1, _expand_like(eos_beam, running_tokens))
-    eos_tokens[:, :, cur_len] = eos_flat % V
-    eos_token_scores = None
-    if running_token_scores is not None:
-        eos_token_scores = running_token_scores.gather(
-            1, _expand_like(eos_beam, running_token_scores)
-        )
-        eos_token_scores[:, :, step] = log_probs.view(B, K * V).gather(1, eos_flat)
+    step_log_probs = log_probs.reshape(B, K * V)
+    eos_tokens, eos_token_scores = _extend(
+        running_tokens, running_token_scores, step_log_probs, eos_flat, cur_len, step
+    )
     lengths = torch.full_like(eos_flat, step + 1)
     fallback.merge(eos_scores, eos_tokens, lengths, eos_token_scores)
     if last_step:
@@ -443,18 +435,43 @@ def _track_mask_mode_fallbacks(
         flat = candidates.gather(1, cand_flat)
         is_eos = torch.isin(cand_flat % V, eos_tensor)
         cut_scores = flat.masked_fill(is_eos | done[:, None], -math.inf) / norm
-        cut_beam = cand_flat // V
-        cut_tokens = running_tokens.gather(1, _expand_like(cut_beam, running_tokens))
-        cut_tokens[:, :, cur_len] = cand_flat % V
-        cut_token_scores = None
-        if running_token_scores is not None:
-            cut_token_scores = running_token_scores.gather(
-                1, _expand_like(cut_beam, running_token_scores)
-            )
-            cut_token_scores[:, :, step] = log_probs.view(B, K * V).gather(1, cand_flat)
+        cut_tokens, cut_token_scores = _extend(
+            running_tokens, running_token_scores, step_log_probs, cand_flat, cur_len, step
+        )
         cut_off.merge(
             cut_scores, cut_tokens, torch.full_like(cand_flat, step + 1), cut_token_scores
         )
+
+
+def _extend(
+    running_tokens: Tensor,
+    running_token_scores: Tensor | None,
+    step_log_probs: Tensor,
+    flat: Tensor,
+    cur_len: int,
+    step: int,
+) -> tuple[Tensor, Tensor | None]:
+    """Token rows (and per-token scores) of the candidates ``flat`` = ``beam * V + token``.
+
+    Args:
+        running_tokens: ``[B, K, W]`` the live beams' rows.
+        running_token_scores: ``[B, K, max_new_tokens]`` or ``None``.
+        step_log_probs: ``[B, K * V]`` this step's processed log-probs.
+        flat: ``[B, C]`` candidate indices into the ``K * V`` continuations of a sentence.
+
+    Returns:
+        ``[B, C, W]`` the parent's row with the new token at ``cur_len``, and ``[B, C, ...]``
+        scores with the new token's at ``step`` (or ``None``).
+    """
+    V = step_log_probs.shape[1] // running_tokens.shape[1]
+    parent = flat // V
+    tokens = running_tokens.gather(1, _expand_like(parent, running_tokens))
+    tokens[:, :, cur_len] = flat % V
+    if running_token_scores is None:
+        return tokens, None
+    token_scores = running_token_scores.gather(1, _expand_like(parent, running_token_scores))
+    token_scores[:, :, step] = step_log_probs.gather(1, flat)
+    return tokens, token_scores
 
 
 def _sentence_done(

@@ -280,9 +280,11 @@ def beam_search(
         if last_step:
             break
 
-        # New beams: the best K candidates that do not end here, in score order (a stable sort
-        # moves ending candidates behind the others without reordering them).
-        keep = torch.sort(cand_ends.to(torch.int8), dim=1, stable=True).indices[:, :K]  # [B, K]
+        # New beams: the best K candidates that do not end here.  Ending candidates are pushed
+        # down by -1e9 and ranked with topk exactly as transformers does, so that even exact
+        # ties between candidates are broken the same way.
+        penalized = cand_scores + cand_ends.to(cand_scores.dtype) * -1.0e9
+        keep = penalized.topk(K, dim=1).indices  # [B, K]
         parent = cand_beam.gather(1, keep)
         running_scores = cand_scores.gather(1, keep).masked_fill(
             cand_ends.gather(1, keep), -math.inf

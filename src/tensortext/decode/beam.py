@@ -210,18 +210,16 @@ def beam_search(
         if output_token_scores
         else None
     )
+
+    def new_pool() -> _Pool:
+        width = P + max_new_tokens
+        return _Pool.empty(B, K, width, max_new_tokens, fill_id, output_token_scores, device)
+
     # The pool of the K best finished hypotheses per sentence, sorted best first; -inf is empty.
-    pool = _Pool.empty(
-        B, K, P + max_new_tokens, max_new_tokens, fill_id, output_token_scores, device
-    )
+    pool = new_pool()
     # Mask mode only: EOS candidates that fell out of the beam (note 5) and the beams cut off at
     # max_new_tokens, used in that order when too few EOS hypotheses survived.
-    fallback = _Pool.empty(
-        B, K, P + max_new_tokens, max_new_tokens, fill_id, output_token_scores, device
-    )
-    cut_off = _Pool.empty(
-        B, K, P + max_new_tokens, max_new_tokens, fill_id, output_token_scores, device
-    )
+    fallbacks = None if refill else (new_pool(), new_pool())
     done = torch.zeros(B, dtype=torch.bool, device=device)
     sentence_offsets = torch.arange(B, device=device)[:, None] * K  # [B, 1]
 
@@ -271,10 +269,10 @@ def beam_search(
             torch.full_like(cand_beam[:, :K], step + 1),
             None if cand_token_scores is None else cand_token_scores[:, :K],
         )
-        if not refill:
+        if fallbacks is not None:
             _track_mask_mode_fallbacks(
-                fallback, cut_off, candidates, log_probs, running_tokens, running_token_scores,
-                cand_flat, eos_tensor, cur_len, step, last_step, length_penalty, done, V,
+                *fallbacks, candidates, log_probs, running_tokens, running_token_scores, cand_flat,
+                eos_tensor, cur_len, step, last_step, length_penalty, done, V,
             )  # fmt: skip
 
         if last_step:
@@ -302,7 +300,8 @@ def beam_search(
         if bool(done.all()):  # the one host sync per step
             break
 
-    if not refill:
+    if fallbacks is not None:
+        fallback, cut_off = fallbacks
         pool = pool.backfilled(fallback).backfilled(cut_off)
     return pool.output(num_return_sequences, P, fill_id)
 

@@ -158,11 +158,8 @@ def generate(
                 "token that starts the decoder"
             )
         start_ids = torch.full((batch_size, 1), int(start_id), dtype=torch.int64, device=device)
-        step: _Seq2SeqStep | _CausalStep = _Seq2SeqStep(model, input_ids, attention_mask, num_beams)
     else:
         start_ids = input_ids
-        step = _CausalStep(model, input_ids, attention_mask, num_beams)
-
     processor = _ConfigProcessor.from_generation_config(
         generation_config,
         eos_ids=eos_ids,
@@ -170,6 +167,13 @@ def generate(
         max_new_tokens=max_new_tokens,
         then=logits_processor,
     )
+    # The encoder (or the prompt's prefill) runs from here on, after every check.
+    step: _Seq2SeqStep | _CausalStep = (
+        _Seq2SeqStep(model, input_ids, attention_mask, num_beams)
+        if config.is_encoder_decoder
+        else _CausalStep(model, input_ids, attention_mask, num_beams)
+    )
+
     with torch.inference_mode():
         return beam_search(
             step,

@@ -237,8 +237,8 @@ def beam_search(
         if score_bias is not None:
             log_probs = log_probs + score_bias(tokens)
 
-        candidates = log_probs.reshape(B, K, V) + running_scores[:, :, None]  # [B, K, V]
-        candidates = candidates.view(B, K * V)
+        step_log_probs = log_probs.reshape(B, K * V)
+        candidates = (step_log_probs.view(B, K, V) + running_scores[:, :, None]).view(B, K * V)
         if log_prune is not None:
             best = candidates.max(dim=1, keepdim=True).values
             candidates = candidates.masked_fill(candidates < best + log_prune, -math.inf)
@@ -249,12 +249,7 @@ def beam_search(
         # Mask mode: only EOS hypotheses are finished; beams cut off at the limit are a last resort.
         cand_finishes = cand_ends if refill else cand_is_eos
         cand_tokens, cand_token_scores = _extend(
-            running_tokens,
-            running_token_scores,
-            log_probs.reshape(B, K * V),
-            cand_flat,
-            cur_len,
-            step,
+            running_tokens, running_token_scores, step_log_probs, cand_flat, cur_len, step
         )
 
         # Finished pool: only the top K candidates may finish (the rest exist to refill the beam),
@@ -271,8 +266,8 @@ def beam_search(
         )
         if fallbacks is not None:
             _track_mask_mode_fallbacks(
-                *fallbacks, candidates, log_probs, running_tokens, running_token_scores, cand_flat,
-                eos_tensor, cur_len, step, last_step, length_penalty, done, V,
+                *fallbacks, candidates, step_log_probs, running_tokens, running_token_scores,
+                cand_flat, eos_tensor, cur_len, step, last_step, length_penalty, done, V,
             )  # fmt: skip
 
         if last_step:
@@ -404,7 +399,7 @@ def _track_mask_mode_fallbacks(
     fallback: _Pool,
     cut_off: _Pool,
     candidates: Tensor,
-    log_probs: Tensor,
+    step_log_probs: Tensor,
     running_tokens: Tensor,
     running_token_scores: Tensor | None,
     cand_flat: Tensor,
@@ -425,7 +420,6 @@ def _track_mask_mode_fallbacks(
     in_beam = (eos_flat[:, :, None] == cand_flat[:, None, :]).any(dim=2)
     eos_scores = candidates.gather(1, eos_flat)
     eos_scores = eos_scores.masked_fill(in_beam | done[:, None], -math.inf) / norm
-    step_log_probs = log_probs.reshape(B, K * V)
     eos_tokens, eos_token_scores = _extend(
         running_tokens, running_token_scores, step_log_probs, eos_flat, cur_len, step
     )

@@ -165,7 +165,9 @@ def _translate_hf(
     model = model.to(device).eval()
     if not config.is_encoder_decoder:
         tokenizer.padding_side = "left"
-    lengths = torch.tensor([len(tokenizer(line)["input_ids"]) for line in lines])
+    # Tokenize once: the lengths plan the batches, and each batch is padded from these IDs.
+    token_ids = tokenizer(list(lines))["input_ids"]
+    lengths = torch.tensor([len(ids) for ids in token_ids])
     texts: list[list[str]] = [[] for _ in lines]
     scores: list[list[float]] = [[] for _ in lines]
     done = 0
@@ -176,7 +178,7 @@ def _translate_hf(
         sort_by_length=not args.no_sort,
     ):
         indices = batch.tolist()
-        encoded = tokenizer([lines[i] for i in indices], return_tensors="pt", padding=True)
+        encoded = tokenizer.pad({"input_ids": [token_ids[i] for i in indices]}, return_tensors="pt")
         longest = encoded["input_ids"].shape[1]
         out: BeamOutput = generate(
             model,

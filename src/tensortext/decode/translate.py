@@ -62,12 +62,13 @@ def length_batches(
         raise ValueError(f"max_sentences must be >= 1, got {max_sentences}")
     if max_tokens is not None and max_tokens < 1:
         raise ValueError(f"max_tokens must be >= 1 or None, got {max_tokens}")
+    host_lengths = lengths.cpu()  # host-side planning, once per corpus
     order = (
-        torch.sort(lengths.cpu(), descending=True, stable=True).indices
+        torch.sort(host_lengths, descending=True, stable=True).indices
         if sort_by_length
-        else torch.arange(lengths.numel())
+        else torch.arange(host_lengths.numel())
     )
-    sorted_lengths = lengths.cpu()[order].tolist()  # host-side planning, once per corpus
+    sorted_lengths = host_lengths[order].tolist()
     batches: list[Tensor] = []
     start = 0
     while start < len(sorted_lengths):

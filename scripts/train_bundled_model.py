@@ -2,6 +2,7 @@
 
     python scripts/train_bundled_model.py            # about 2 minutes on 2 idle CPU cores
     python scripts/train_bundled_model.py --steps 200 --no-write   # a quick smoke run
+    python scripts/train_bundled_model.py --evidence-model   # the LMBR demo's weaker system
 
 The task is text normalisation read aloud: numbers, ordinals, fractions, percentages, money,
 dates, times, timestamps and ranges written with digits and symbols, one word per digit or
@@ -57,6 +58,8 @@ DEV_SIZE, TEST_SIZE = 500, 300
 HOLD_OUT_MIN_WORDS = 4
 MODEL_DIR = ROOT / "src" / "tensortext" / "data" / "model"
 DEMO_DIR = ROOT / "src" / "tensortext" / "data" / "demo"
+EVIDENCE_MODEL_DIR = ROOT / "src" / "tensortext" / "data" / "evidence_model"
+EVIDENCE_TORCH_SEED, EVIDENCE_STEPS = 7, 400
 
 # ------------------------------------------------------------------------------------------
 # The grammar
@@ -484,13 +487,23 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--no-write", action="store_true", help="train and evaluate only")
+    parser.add_argument(
+        "--evidence-model",
+        action="store_true",
+        help="train the weaker second system whose n-best lists are the LMBR evidence of the "
+        "demo (another torch seed, 400 steps, one thread) into data/evidence_model",
+    )
     args = parser.parse_args()
+    model_dir, torch_seed = MODEL_DIR, TORCH_SEED
+    if args.evidence_model:
+        model_dir, torch_seed = EVIDENCE_MODEL_DIR, EVIDENCE_TORCH_SEED
+        args.steps, args.threads = EVIDENCE_STEPS, 1
 
     torch.set_num_threads(args.threads)
     # Tiny gradients and Adam moments turn into subnormal floats, which are many times slower on
     # x86 CPUs; flushing them to zero does not change what the model learns.
     torch.set_flush_denormal(True)
-    torch.manual_seed(TORCH_SEED)
+    torch.manual_seed(torch_seed)
     torch.use_deterministic_algorithms(True)
     source_vocab, target_vocab = vocabularies()
     test = dataset(TEST_SEED, TEST_SIZE, exclude=set())
@@ -557,12 +570,12 @@ def main() -> None:
     if args.no_write:
         return
 
-    MODEL_DIR.mkdir(parents=True, exist_ok=True)
+    model_dir.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     torch.save(weights, buffer)
-    (MODEL_DIR / "weights.pt").write_bytes(buffer.getvalue())
+    (model_dir / "weights.pt").write_bytes(buffer.getvalue())
     vocab = {"source": source_vocab, "target": target_vocab}
-    (MODEL_DIR / "vocab.json").write_text(json.dumps(vocab, indent=1) + "\n", encoding="utf-8")
+    (model_dir / "vocab.json").write_text(json.dumps(vocab, indent=1) + "\n", encoding="utf-8")
     description = {
         "model": asdict(config),
         "weights_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
@@ -574,15 +587,17 @@ def main() -> None:
             "batch_size": args.batch_size,
             "lr": args.lr,
             "warmup": args.warmup,
-            "seeds": {"train": TRAIN_SEED, "dev": DEV_SEED, "test": TEST_SEED, "torch": TORCH_SEED},
+            "seeds": {"train": TRAIN_SEED, "dev": DEV_SEED, "test": TEST_SEED, "torch": torch_seed},
         },
         "metrics": metrics,
     }
-    (MODEL_DIR / "config.json").write_text(json.dumps(description, indent=1) + "\n", "utf-8")
-    (DEMO_DIR / "translate.src").write_text("".join(f"{s}\n" for s, _ in test), "utf-8")
-    (DEMO_DIR / "translate.ref").write_text("".join(f"{t}\n" for _, t in test), "utf-8")
-    size = sum(f.stat().st_size for f in MODEL_DIR.iterdir())
-    print(f"wrote {MODEL_DIR} ({size / 1e6:.2f} MB) and {DEMO_DIR}/translate.{{src,ref}}")
+    (model_dir / "config.json").write_text(json.dumps(description, indent=1) + "\n", "utf-8")
+    size = sum(f.stat().st_size for f in model_dir.iterdir())
+    print(f"wrote {model_dir} ({size / 1e6:.2f} MB)")
+    if not args.evidence_model:
+        (DEMO_DIR / "translate.src").write_text("".join(f"{s}\n" for s, _ in test), "utf-8")
+        (DEMO_DIR / "translate.ref").write_text("".join(f"{t}\n" for _, t in test), "utf-8")
+        print(f"wrote {DEMO_DIR}/translate.{{src,ref}}")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from importlib import resources
@@ -120,3 +121,7 @@ def test_demo_runs_as_a_console_command():
     )
     assert "corpus BLEU, 1 reference :  56.76" in result.stdout
     assert "sacrebleu --tokenize none, 1 reference:  56.76" in result.stdout
+    # The LMBR part: the bundled model with the weaker system's posteriors beats it alone.
+    rows = (re.match(r"\s+(.+?)\s+BLEU\s+([\d.]+)", line) for line in result.stdout.splitlines())
+    bleu = {row[1]: float(row[2]) for row in rows if row}
+    assert bleu["weaker system alone"] < bleu["bundled model"] < bleu["bundled model + LMBR"]

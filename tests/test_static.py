@@ -13,6 +13,7 @@ import torch
 import tensortext.bleu
 import tensortext.decode.beam
 import tensortext.decode.bundled
+import tensortext.decode.lmbr
 import tensortext.integrations.trl
 import tensortext.metric
 import tensortext.ngrams
@@ -45,6 +46,7 @@ def test_mypy():
         tensortext.integrations.trl,
         tensortext.decode.beam,
         tensortext.decode.bundled,
+        tensortext.decode.lmbr,
     ],
     ids=lambda m: m.__name__,
 )

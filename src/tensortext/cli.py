@@ -252,10 +252,11 @@ def run_translate(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None
 
 
 def run_demo(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
-    from tensortext.demo import demo, demo_translation
+    from tensortext.demo import demo, demo_lmbr, demo_translation
 
     demo(device=args.device, out=stdout)
     demo_translation(device=args.device, out=stdout)
+    demo_lmbr(device=args.device, out=stdout)
 
 
 def main(

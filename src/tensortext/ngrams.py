@@ -17,7 +17,14 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
-__all__ = ["compact_ids", "count_ngrams", "iter_ngram_ids", "ngram_ids", "strip_padding"]
+__all__ = [
+    "compact_ids",
+    "count_ngrams",
+    "first_occurrences",
+    "iter_ngram_ids",
+    "ngram_ids",
+    "strip_padding",
+]
 
 
 def compact_ids(keys: Tensor) -> Tensor:
@@ -35,12 +42,34 @@ def compact_ids(keys: Tensor) -> Tensor:
     """
     if keys.numel() == 0:
         return torch.zeros_like(keys, dtype=torch.long)
+    order, starts_run = _sorted_runs(keys)
+    rank_in_sorted = starts_run.cumsum(0).sub_(1)
+    return torch.empty_like(rank_in_sorted).scatter_(0, order, rank_in_sorted)
+
+
+def first_occurrences(keys: Tensor) -> Tensor:
+    """Marks the first position of every distinct key, so that repeats count once.
+
+    Args:
+        keys: ``[P]`` integer tensor.
+
+    Returns:
+        ``[P]`` bool; ``True`` at the lowest index holding each distinct key.
+    """
+    if keys.numel() == 0:
+        return torch.zeros_like(keys, dtype=torch.bool)
+    order, starts_run = _sorted_runs(keys)
+    return torch.empty_like(starts_run).scatter_(0, order, starts_run)
+
+
+def _sorted_runs(keys: Tensor) -> tuple[Tensor, Tensor]:
+    """``(order, starts_run)``: a stable sort of ``[P]`` keys and where each run of equal keys
+    begins in sorted order."""
     # Stable sorts of integers use radix sort on CPU, faster than the unstable one.
     sorted_keys, order = torch.sort(keys, stable=True)
     starts_run = torch.ones_like(sorted_keys, dtype=torch.bool)
     torch.ne(sorted_keys[1:], sorted_keys[:-1], out=starts_run[1:])
-    rank_in_sorted = starts_run.cumsum(0).sub_(1)
-    return torch.empty_like(rank_in_sorted).scatter_(0, order, rank_in_sorted)
+    return order, starts_run
 
 
 def iter_ngram_ids(
@@ -98,8 +127,8 @@ def ngram_ids(token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int
 def count_ngrams(ids: Tensor, slots: Tensor, num_slots: int) -> Tensor:
     """Occurrences of every n-gram ID in each slot (a slot is any set of rows).
 
-    BLEU counts a hypothesis in slot 0 and reference ``r`` in slot ``1 + r``; LMBR can count each
-    evidence hypothesis in its own slot and read presence as ``counts > 0``.
+    BLEU counts a hypothesis in slot 0 and reference ``r`` in slot ``1 + r``.  (LMBR needs presence
+    per evidence hypothesis, with thousands of hypotheses; it uses :func:`first_occurrences`.)
 
     Args:
         ids: ``[S, L]`` int64 IDs from :func:`iter_ngram_ids` (``-1`` where no n-gram).

@@ -16,6 +16,7 @@ from tensortext.decode.bundled import (
 )
 
 MODEL_DIR = resources.files("tensortext").joinpath("data/model")
+EVIDENCE_MODEL_DIR = resources.files("tensortext").joinpath("data/evidence_model")
 
 # Cached and uncached decoding, or one sentence alone and inside a padded batch, do the same
 # arithmetic in different matmul shapes (one query against the cache vs. T queries under a causal
@@ -97,13 +98,37 @@ def test_vocabulary_and_special_ids(translator: BundledTranslator) -> None:
 def test_checksum_mismatch_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     read = bundled._read
 
-    def tampered(name: str) -> bytes:
-        data = read(name)
+    def tampered(directory: str, name: str) -> bytes:
+        data = read(directory, name)
         return data[:-1] + bytes([data[-1] ^ 1]) if name == "weights.pt" else data
 
     monkeypatch.setattr(bundled, "_read", tampered)
-    with pytest.raises(ValueError, match="sha256"):
+    with pytest.raises(ValueError, match=r"data/model/weights\.pt has sha256"):
         load_bundled_translator()
+    with pytest.raises(ValueError, match=r"data/evidence_model/weights\.pt has sha256"):
+        load_bundled_translator(evidence_model=True)
+
+
+def test_evidence_model_is_the_weaker_second_system(translator: BundledTranslator) -> None:
+    """The LMBR demo's evidence system: same vocabularies, another seed, clearly weaker."""
+    weaker = load_bundled_translator(evidence_model=True)
+    assert weaker.target_vocab == translator.target_vocab
+    assert weaker.source_vocab == translator.source_vocab
+    files = {entry.name: entry for entry in EVIDENCE_MODEL_DIR.iterdir()}
+    assert sorted(files) == ["config.json", "vocab.json", "weights.pt"]
+    assert sum(len(entry.read_bytes()) for entry in files.values()) <= 4 * 2**20
+    recorded = json.loads(EVIDENCE_MODEL_DIR.joinpath("config.json").read_text())
+    assert recorded["training"]["seeds"]["torch"] != 0
+    sources, references = _lines("translate.src"), _lines("translate.ref")
+    hyps = greedy(weaker, sources)
+    exact = sum(h == r for h, r in zip(hyps, references, strict=True)) / len(sources)
+    assert abs(exact - recorded["metrics"]["test_exact_match_greedy"]) <= 3 / 300
+    assert (
+        exact
+        < json.loads(MODEL_DIR.joinpath("config.json").read_text())["metrics"][
+            "test_exact_match_greedy"
+        ]
+    )
 
 
 # --------------------------------------------------------------------------------------------

@@ -133,3 +133,105 @@ def test_bundled_model_unknown_word(tmp_path: Path, capsys):
         main(["translate", "-i", str(src), "-q"], stdout=io.StringIO())
     err = capsys.readouterr().err
     assert "seven" in err and "line 2" in err
+
+
+LMBR_SOURCES = ["2 3 3 . 9 7", "7", "1 9 : 3 0", "4 5 %"]
+
+
+def _bundled_lmbr_reference(nbest: Path, weight: float, eos: bool) -> list[str]:
+    """What the Python API gives for the CLI's LMBR settings (defaults p, r, alpha, order)."""
+    from tensortext.decode import LMBRBias, lmbr_theta, ngram_posteriors, translate
+    from tensortext.decode.bundled import load_bundled_translator
+    from tensortext.decode.lmbr import read_nbest
+
+    model = load_bundled_translator("cpu")
+    word_ids = {word: i for i, word in enumerate(model.target_vocab)}
+    evidence = read_nbest(
+        nbest,
+        num_sentences=len(LMBR_SOURCES),
+        tokenize=lambda text: [word_ids[w] for w in text.split()],
+    )
+
+    def bias(batch: torch.Tensor) -> LMBRBias:
+        posteriors = ngram_posteriors(
+            evidence.ids[batch], evidence.lengths[batch], evidence.scores[batch],
+            eos_id=model.eos_id if eos else None,
+        )  # fmt: skip
+        return LMBRBias(posteriors, lmbr_theta(0.741, 0.62), vocab_size=model.vocab_size,
+                        eos_id=model.eos_id, weight=weight)  # fmt: skip
+
+    src_ids, src_lens = model.tokenize_source(LMBR_SOURCES)
+    limit = model.max_len - 1
+    out = translate(model, src_ids, src_lens, num_beams=4, score_bias=bias,
+                    max_new_tokens=lambda longest: min(2 * longest + 10, limit))  # fmt: skip
+    return model.detokenize(out.sequences[:, 0], out.lengths[:, 0] - 1)
+
+
+@pytest.mark.parametrize("eos", [False, True])
+def test_bundled_lmbr_nbest_matches_the_api(tmp_path: Path, eos: bool):
+    src, nbest = tmp_path / "src.txt", tmp_path / "evidence.nbest"
+    src.write_text("\n".join(LMBR_SOURCES) + "\n", encoding="utf-8")
+    # Evidence that disagrees with the model on sentences 0 and 2; sentence 3 has none.
+    nbest.write_text(
+        "1 ||| seven ||| a=1 ||| -0.1\n"
+        "0 ||| two hundred thirty three point nine seven seven ||| ||| -0.5\n"
+        "0 ||| two hundred thirty three point nine seven ||| ||| -1.5\n"
+        "2 ||| nineteen thirty ||| ||| -0.2\n",
+        encoding="utf-8",
+    )
+    common = ["translate", "-i", str(src), "-k", "4", "-q", "--device", "cpu"]
+    plain = run_cli(*common).splitlines()
+    flags = ["--lmbr-nbest", str(nbest), "--lmbr-weight", "100"] + (["--lmbr-eos"] if eos else [])
+    with_lmbr = run_cli(*common, *flags).splitlines()
+    assert with_lmbr == _bundled_lmbr_reference(nbest, 100.0, eos)
+    assert with_lmbr != plain  # the evidence changed something, so the comparison is not vacuous
+    unsorted = run_cli(*common, *flags, "--no-sort", "--batch-sentences", "1").splitlines()
+    assert unsorted == with_lmbr
+
+
+def test_lmbr_ngram_files_match_nbest_posteriors(tmp_path: Path):
+    """SGNMT posterior files holding the posteriors of an n-best list decode like the list."""
+    from tensortext.decode.bundled import load_bundled_translator
+
+    model = load_bundled_translator("cpu")
+    word_ids = {word: i for i, word in enumerate(model.target_vocab)}
+    src, nbest = tmp_path / "src.txt", tmp_path / "evidence.nbest"
+    src.write_text("\n".join(LMBR_SOURCES) + "\n", encoding="utf-8")
+    hypotheses = {0: "two hundred thirty three point nine seven seven", 1: "seventy", 2: "seven",
+                  3: "forty five percent"}  # fmt: skip
+    nbest.write_text("".join(f"{i} ||| {h} ||| ||| 0\n" for i, h in hypotheses.items()), "utf-8")
+    for i, hyp in hypotheses.items():  # one hypothesis per sentence: every n-gram has P = 1
+        ids = [word_ids[w] for w in hyp.split()]
+        grams = {tuple(ids[k : k + n]) for n in range(1, 5) for k in range(len(ids) - n + 1)}
+        lines = "".join(f"{' '.join(map(str, g))} : 1.0\n" for g in sorted(grams))
+        (tmp_path / f"post.{i + 1}").write_text(lines, encoding="utf-8")
+    common = ["translate", "-i", str(src), "-q", "--device", "cpu", "--lmbr-weight", "100"]
+    from_files = run_cli(*common, "--lmbr-ngrams", str(tmp_path / "post.%d"))
+    assert from_files == run_cli(*common, "--lmbr-nbest", str(nbest))
+    assert from_files != run_cli("translate", "-i", str(src), "-q", "--device", "cpu")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--lmbr-nbest", "{nbest}", "--lmbr-ngrams", "x.%d"], "not both"),
+        (["--lmbr-bos", "1"], "--lmbr-bos"),
+        (["--lmbr-nbest", "{bad_nbest}"], "bad.nbest:2"),
+        (["--lmbr-nbest", "{nbest}", "--lmbr-p", "0"], "p must be"),
+        (["--lmbr-ngrams", "{tmp}/post.%d", "--lmbr-order", "1"], "--lmbr-order"),
+    ],
+)
+def test_lmbr_cli_errors(extra: list[str], message: str, tmp_path: Path, capsys):
+    src = tmp_path / "src.txt"
+    src.write_text("7\n", encoding="utf-8")
+    (tmp_path / "ok.nbest").write_text("0 ||| seven ||| ||| 0\n", encoding="utf-8")
+    (tmp_path / "bad.nbest").write_text(
+        "0 ||| seven ||| ||| 0\n0 ||| sevenish ||| ||| 0\n", "utf-8"
+    )
+    (tmp_path / "post.1").write_text("3 4 : 0.5\n", encoding="utf-8")
+    names = {"nbest": tmp_path / "ok.nbest", "bad_nbest": tmp_path / "bad.nbest", "tmp": tmp_path}
+    argv = [arg.format(**names) for arg in extra]
+    with pytest.raises(SystemExit) as exit_info:
+        main(["translate", "-i", str(src), "-q", "--device", "cpu", *argv], stdout=io.StringIO())
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err

@@ -51,6 +51,7 @@ BOS = "<s>"
 EOS = "</s>"
 
 _MODEL_DIR = "data/model"
+_EVIDENCE_MODEL_DIR = "data/evidence_model"
 
 
 @dataclass(frozen=True)
@@ -742,11 +743,13 @@ class BundledTranslator(nn.Module):
         return state
 
 
-def _read(name: str) -> bytes:
-    return resources.files("tensortext").joinpath(f"{_MODEL_DIR}/{name}").read_bytes()
+def _read(directory: str, name: str) -> bytes:
+    return resources.files("tensortext").joinpath(f"{directory}/{name}").read_bytes()
 
 
-def load_bundled_translator(device: torch.device | str | None = None) -> BundledTranslator:
+def load_bundled_translator(
+    device: torch.device | str | None = None, *, evidence_model: bool = False
+) -> BundledTranslator:
     """Loads the trained model from the package data (``tensortext/data/model``).
 
     The weights are stored in float16 to keep the package small and come back as float32. Their
@@ -754,6 +757,8 @@ def load_bundled_translator(device: torch.device | str | None = None) -> Bundled
 
     Args:
         device: where to put the model (CPU by default).
+        evidence_model: Load the weaker second system instead (``data/evidence_model``: another
+            seed, half the training), whose n-best lists serve as LMBR evidence in the demo.
 
     Returns:
         The translator in eval mode.
@@ -761,13 +766,14 @@ def load_bundled_translator(device: torch.device | str | None = None) -> Bundled
     Raises:
         ValueError: the weights do not match the checksum in ``config.json``.
     """
-    config_json: dict[str, Any] = json.loads(_read("config.json"))
-    vocab_json: dict[str, list[str]] = json.loads(_read("vocab.json"))
-    weights = _read("weights.pt")
+    directory = _EVIDENCE_MODEL_DIR if evidence_model else _MODEL_DIR
+    config_json: dict[str, Any] = json.loads(_read(directory, "config.json"))
+    vocab_json: dict[str, list[str]] = json.loads(_read(directory, "vocab.json"))
+    weights = _read(directory, "weights.pt")
     digest = hashlib.sha256(weights).hexdigest()
     if digest != config_json["weights_sha256"]:
         raise ValueError(
-            f"{_MODEL_DIR}/weights.pt has sha256 {digest} but config.json expects "
+            f"{directory}/weights.pt has sha256 {digest} but config.json expects "
             f"{config_json['weights_sha256']}; reinstall tensortext or rerun "
             "scripts/train_bundled_model.py"
         )

@@ -12,6 +12,14 @@ from typing import Any, TextIO
 import torch
 
 from tensortext.decode.beam import BeamOutput, EarlyStopping
+from tensortext.decode.lmbr import (
+    LMBRBias,
+    NgramPosteriors,
+    lmbr_theta,
+    ngram_posteriors,
+    read_nbest,
+    read_ngram_posterior_files,
+)
 from tensortext.decode.translate import length_batches, translate
 
 __all__ = ["add_translate_arguments", "run_translate"]
@@ -46,6 +54,43 @@ def add_translate_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="R",
         help="print the R best as Moses n-best lines 'id ||| text ||| ||| score' (empty features)",
     )
+    lmbr = parser.add_argument_group(
+        "LMBR", "n-gram posteriors of an evidence space added at every step (Iglesias et al., 2018)"
+    )
+    lmbr.add_argument(
+        "--lmbr-nbest",
+        metavar="FILE",
+        help="evidence: Moses n-best lines 'id ||| text ||| features ||| score' (ids from 0, "
+        "text in the model's target language, e.g. the --nbest output of another system)",
+    )
+    lmbr.add_argument(
+        "--lmbr-ngrams",
+        metavar="PATTERN",
+        help="posteriors: SGNMT/ucam-smt files 'w1 ... wn : posterior' of target-vocabulary IDs, "
+        "one per sentence, '%%d' = sentence number from 1",
+    )
+    lmbr.add_argument("--lmbr-p", type=float, default=0.741, help="unigram precision p")
+    lmbr.add_argument("--lmbr-r", type=float, default=0.62, help="precision ratio r")
+    lmbr.add_argument("--lmbr-alpha", type=float, default=1.0, help="scale of n-best scores")
+    lmbr.add_argument(
+        "--lmbr-weight",
+        type=float,
+        default=1.0,
+        help="scale of the LMBR scores (theta of Tromble et al. with T=10) against the model",
+    )
+    lmbr.add_argument("--lmbr-order", type=int, default=4, help="highest n-gram order")
+    lmbr.add_argument(
+        "--lmbr-eos",
+        action="store_true",
+        help="n-grams include the sentence end, so the evidence also scores where to stop",
+    )
+    lmbr.add_argument(
+        "--lmbr-bos",
+        type=int,
+        default=None,
+        metavar="ID",
+        help="with --lmbr-ngrams: the ID the files use for <s> (SGNMT: 1)",
+    )
     parser.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
@@ -69,6 +114,10 @@ def run_translate(
     returns = max(args.nbest, 1)
     if returns > args.num_beams:
         raise error(f"--nbest {args.nbest} exceeds --num-beams {args.num_beams}; raise -k")
+    if args.lmbr_nbest and args.lmbr_ngrams:
+        raise error("give --lmbr-nbest or --lmbr-ngrams, not both")
+    if args.lmbr_bos is not None and not args.lmbr_ngrams:
+        raise error("--lmbr-bos only applies to --lmbr-ngrams files")
     options: dict[str, Any] = dict(
         num_beams=args.num_beams,
         min_new_tokens=args.min_new_tokens,
@@ -114,6 +163,17 @@ def _translate_bundled(
     from tensortext.decode.bundled import load_bundled_translator
 
     model = load_bundled_translator(device)
+    word_ids = {word: i for i, word in enumerate(model.target_vocab)}
+
+    def tokenize(text: str) -> list[int]:
+        unknown = [word for word in text.split() if word not in word_ids]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not in the bundled model's target vocabulary")
+        return [word_ids[word] for word in text.split()]
+
+    lmbr = _lmbr_bias_factory(
+        args, len(lines), tokenize, model.vocab_size, model.eos_id, prompt_len=1, device=device
+    )
     limit = model.max_len - 1
     if args.max_new_tokens is not None and args.max_new_tokens > limit:
         raise ValueError(
@@ -129,6 +189,7 @@ def _translate_bundled(
         sort_by_length=not args.no_sort,
         # The model's positions end at max_len (start token included).
         max_new_tokens=args.max_new_tokens or (lambda longest: min(2 * longest + 10, limit)),
+        score_bias=lmbr,
         progress=progress,
         **options,
     )
@@ -154,7 +215,7 @@ def _translate_hf(
         )
     except ImportError as exc:
         raise ValueError("--model DIR needs transformers: pip install 'tensortext[hf]'") from exc
-    from tensortext.decode.hf import generate
+    from tensortext.decode.hf import _output_vocab_size, generate
 
     if not Path(args.model).is_dir():
         raise ValueError(f"--model {args.model!r} is neither 'bundled' nor a model directory")
@@ -167,6 +228,14 @@ def _translate_hf(
         tokenizer.padding_side = "left"
     # Tokenize once: the lengths plan the batches, and each batch is padded from these IDs.
     token_ids = tokenizer(list(lines))["input_ids"]
+    eos = model.generation_config.eos_token_id
+    vocab_size = _output_vocab_size(model)
+    if (args.lmbr_nbest or args.lmbr_ngrams) and (eos is None or vocab_size is None):
+        raise ValueError("LMBR needs the model's eos_token_id and output vocabulary size")
+
+    def tokenize(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
     lengths = torch.tensor([len(ids) for ids in token_ids])
     texts: list[list[str]] = [[] for _ in lines]
     scores: list[list[float]] = [[] for _ in lines]
@@ -180,11 +249,23 @@ def _translate_hf(
         indices = batch.tolist()
         encoded = tokenizer.pad({"input_ids": [token_ids[i] for i in indices]}, return_tensors="pt")
         longest = encoded["input_ids"].shape[1]
+        # Decoder-only rows start with the (left-padded) prompt; encoder-decoder ones with the
+        # decoder start token.
+        lmbr = _lmbr_bias_factory(
+            args,
+            len(lines),
+            tokenize,
+            vocab_size or 0,
+            eos,
+            prompt_len=1 if config.is_encoder_decoder else longest,
+            device=device,
+        )
         out: BeamOutput = generate(
             model,
             encoded["input_ids"].to(device),
             encoded["attention_mask"].to(device),
             max_new_tokens=args.max_new_tokens or 2 * longest + 10,
+            score_bias=None if lmbr is None else lmbr(batch.to(device)),
             **options,
         )
         for row, i in enumerate(indices):
@@ -197,6 +278,58 @@ def _translate_hf(
         if progress is not None:
             progress(done)
     return texts, scores
+
+
+def _lmbr_bias_factory(
+    args: argparse.Namespace,
+    num_sentences: int,
+    tokenize: Callable[[str], Sequence[int]],
+    vocab_size: int,
+    eos_id: int | Sequence[int],
+    *,
+    prompt_len: int,
+    device: torch.device,
+) -> Callable[[torch.Tensor], LMBRBias] | None:
+    """``batch_indices -> LMBRBias`` over the evidence of those sentences, or ``None``."""
+    if not (args.lmbr_nbest or args.lmbr_ngrams):
+        return None
+    theta = lmbr_theta(args.lmbr_p, args.lmbr_r, max_order=args.lmbr_order)
+    eos = eos_id if isinstance(eos_id, int) else eos_id[0]
+    end = eos if args.lmbr_eos else None
+    options = dict(
+        vocab_size=vocab_size, eos_id=eos_id, weight=args.lmbr_weight, prompt_len=prompt_len
+    )
+    if args.lmbr_nbest:
+        evidence = read_nbest(
+            args.lmbr_nbest, num_sentences=num_sentences, tokenize=tokenize, device=device
+        )
+
+        def from_nbest(batch: torch.Tensor) -> LMBRBias:
+            posteriors = ngram_posteriors(
+                evidence.ids[batch],
+                evidence.lengths[batch],
+                evidence.scores[batch],
+                alpha=args.lmbr_alpha,
+                max_order=args.lmbr_order,
+                eos_id=end,
+            )
+            return LMBRBias(posteriors, theta, **options)
+
+        return from_nbest
+    tables = read_ngram_posterior_files(args.lmbr_ngrams, num_sentences=num_sentences)
+    longest = max((len(ngram) for table in tables for ngram in table), default=0)
+    if longest > args.lmbr_order:
+        raise ValueError(f"--lmbr-ngrams has {longest}-grams; raise --lmbr-order to {longest}")
+
+    def from_files(batch: torch.Tensor) -> LMBRBias:
+        chosen = [tables[i] for i in batch.tolist()]
+        posteriors = NgramPosteriors.from_ngrams(
+            chosen, bos_id=args.lmbr_bos, eos_id=end, device=device
+        )
+        order = posteriors.max_order
+        return LMBRBias(posteriors, theta[: order + 1], **options)
+
+    return from_files
 
 
 class _Progress:

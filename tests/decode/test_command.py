@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 
 import pytest
@@ -235,3 +236,34 @@ def test_lmbr_cli_errors(extra: list[str], message: str, tmp_path: Path, capsys)
         main(["translate", "-i", str(src), "-q", "--device", "cpu", *argv], stdout=io.StringIO())
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_hf_directory_with_lmbr_matches_generate(hf_dir: Path, tmp_path: Path):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from tensortext.decode import LMBRBias, lmbr_theta, ngram_posteriors
+
+    src, nbest = tmp_path / "src.txt", tmp_path / "evidence.nbest"
+    src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
+    evidence = {0: "w5 w6 w7", 2: "w1 w1 w2", 3: "w9"}
+    nbest.write_text("".join(f"{i} ||| {t} ||| ||| -0.5\n" for i, t in evidence.items()), "utf-8")
+    common = ["translate", "-m", str(hf_dir), "-i", str(src), "-k", "3", "--max-new-tokens", "8",
+              "--batch-sentences", "2", "--device", "cpu", "-q"]  # fmt: skip
+    lines = run_cli(*common, "--lmbr-nbest", str(nbest), "--lmbr-weight", "30").splitlines()
+
+    model = AutoModelForSeq2SeqLM.from_pretrained(hf_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(hf_dir)
+    expected = []
+    for i, source in enumerate(SOURCES):
+        hyp = [tokenizer.convert_tokens_to_ids(w) for w in evidence.get(i, "").split()]
+        ids = torch.tensor([[hyp or [0]]])
+        posteriors = ngram_posteriors(ids, torch.tensor([[len(hyp)]]),
+                                      torch.tensor([[-0.5 if hyp else -math.inf]]))  # fmt: skip
+        bias = LMBRBias(posteriors, lmbr_theta(0.741, 0.62), vocab_size=43, eos_id=0, weight=30)
+        encoded = tokenizer([source], return_tensors="pt")
+        out = generate(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
+                       max_new_tokens=8, score_bias=bias)  # fmt: skip
+        ids_out = out.sequences[0, 0, : out.lengths[0, 0]]
+        expected.append(tokenizer.decode(ids_out, skip_special_tokens=True).strip())
+    assert lines == expected
+    assert lines != run_cli(*common).splitlines()

@@ -171,9 +171,7 @@ def _translate_bundled(
             raise ValueError(f"{unknown[0]!r} is not in the bundled model's target vocabulary")
         return [word_ids[word] for word in text.split()]
 
-    lmbr = _lmbr_bias_factory(
-        args, len(lines), tokenize, model.vocab_size, model.eos_id, prompt_len=1, device=device
-    )
+    lmbr = _lmbr_bias_factory(args, len(lines), tokenize, model.vocab_size, model.eos_id, device)
     limit = model.max_len - 1
     if args.max_new_tokens is not None and args.max_new_tokens > limit:
         raise ValueError(
@@ -189,7 +187,7 @@ def _translate_bundled(
         sort_by_length=not args.no_sort,
         # The model's positions end at max_len (start token included).
         max_new_tokens=args.max_new_tokens or (lambda longest: min(2 * longest + 10, limit)),
-        score_bias=lmbr,
+        score_bias=None if lmbr is None else lambda batch: lmbr(batch, 1),
         progress=progress,
         **options,
     )
@@ -236,6 +234,8 @@ def _translate_hf(
     def tokenize(text: str) -> list[int]:
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    lmbr = _lmbr_bias_factory(args, len(lines), tokenize, vocab_size or 0, eos, device)
+
     lengths = torch.tensor([len(ids) for ids in token_ids])
     texts: list[list[str]] = [[] for _ in lines]
     scores: list[list[float]] = [[] for _ in lines]
@@ -251,21 +251,13 @@ def _translate_hf(
         longest = encoded["input_ids"].shape[1]
         # Decoder-only rows start with the (left-padded) prompt; encoder-decoder ones with the
         # decoder start token.
-        lmbr = _lmbr_bias_factory(
-            args,
-            len(lines),
-            tokenize,
-            vocab_size or 0,
-            eos,
-            prompt_len=1 if config.is_encoder_decoder else longest,
-            device=device,
-        )
+        prompt_len = 1 if config.is_encoder_decoder else longest
         out: BeamOutput = generate(
             model,
             encoded["input_ids"].to(device),
             encoded["attention_mask"].to(device),
             max_new_tokens=args.max_new_tokens or 2 * longest + 10,
-            score_bias=None if lmbr is None else lmbr(batch.to(device)),
+            score_bias=None if lmbr is None else lmbr(batch.to(device), prompt_len),
             **options,
         )
         for row, i in enumerate(indices):
@@ -286,25 +278,22 @@ def _lmbr_bias_factory(
     tokenize: Callable[[str], Sequence[int]],
     vocab_size: int,
     eos_id: int | Sequence[int],
-    *,
-    prompt_len: int,
     device: torch.device,
-) -> Callable[[torch.Tensor], LMBRBias] | None:
-    """``batch_indices -> LMBRBias`` over the evidence of those sentences, or ``None``."""
+) -> Callable[[torch.Tensor, int], LMBRBias] | None:
+    """Reads the evidence once; returns ``(batch_indices, prompt_len) -> LMBRBias`` over the
+    evidence of those sentences, or ``None`` without LMBR options."""
     if not (args.lmbr_nbest or args.lmbr_ngrams):
         return None
     theta = lmbr_theta(args.lmbr_p, args.lmbr_r, max_order=args.lmbr_order)
     eos = eos_id if isinstance(eos_id, int) else eos_id[0]
     end = eos if args.lmbr_eos else None
-    options = dict(
-        vocab_size=vocab_size, eos_id=eos_id, weight=args.lmbr_weight, prompt_len=prompt_len
-    )
+    options = dict(vocab_size=vocab_size, eos_id=eos_id, weight=args.lmbr_weight)
     if args.lmbr_nbest:
         evidence = read_nbest(
             args.lmbr_nbest, num_sentences=num_sentences, tokenize=tokenize, device=device
         )
 
-        def from_nbest(batch: torch.Tensor) -> LMBRBias:
+        def from_nbest(batch: torch.Tensor, prompt_len: int) -> LMBRBias:
             posteriors = ngram_posteriors(
                 evidence.ids[batch],
                 evidence.lengths[batch],
@@ -313,7 +302,7 @@ def _lmbr_bias_factory(
                 max_order=args.lmbr_order,
                 eos_id=end,
             )
-            return LMBRBias(posteriors, theta, **options)
+            return LMBRBias(posteriors, theta, prompt_len=prompt_len, **options)
 
         return from_nbest
     tables = read_ngram_posterior_files(args.lmbr_ngrams, num_sentences=num_sentences)
@@ -321,13 +310,13 @@ def _lmbr_bias_factory(
     if longest > args.lmbr_order:
         raise ValueError(f"--lmbr-ngrams has {longest}-grams; raise --lmbr-order to {longest}")
 
-    def from_files(batch: torch.Tensor) -> LMBRBias:
+    def from_files(batch: torch.Tensor, prompt_len: int) -> LMBRBias:
         chosen = [tables[i] for i in batch.tolist()]
         posteriors = NgramPosteriors.from_ngrams(
             chosen, bos_id=args.lmbr_bos, eos_id=end, device=device
         )
         order = posteriors.max_order
-        return LMBRBias(posteriors, theta[: order + 1], **options)
+        return LMBRBias(posteriors, theta[: order + 1], prompt_len=prompt_len, **options)
 
     return from_files
 

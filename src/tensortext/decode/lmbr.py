@@ -69,12 +69,19 @@ class NgramPosteriors:
     key_base: int
     token_values: Tensor  # [T] sorted distinct evidence tokens (tail repeats the largest)
     num_tokens: Tensor  # [] how many of token_values are distinct
-    keys: tuple[Tensor, ...]  # per order: [E] int64, sorted
-    parents: tuple[Tensor, ...]  # per order: [E] int64 entry of the prefix (-1 for unused)
-    last_tokens: tuple[Tensor, ...]  # per order: [E] int64 last token of the n-gram
-    values: tuple[Tensor, ...]  # per order: [E] float posterior (0 for prefixes only)
+    # Per order, E + 1 entries: the last one is a sentinel (largest key, no parent, value 0) that
+    # every failed search can land on.
+    keys: tuple[Tensor, ...]  # per order: [E + 1] int64, sorted
+    parents: tuple[Tensor, ...]  # per order: [E + 1] int64 entry of the prefix (-1 for unused)
+    last_tokens: tuple[Tensor, ...]  # per order: [E + 1] int64 last token of the n-gram
+    values: tuple[Tensor, ...]  # per order: [E + 1] float posterior (0 for prefixes only)
     bos_id: int | None = None
     eos_id: int | None = None
+
+    @property
+    def size(self) -> int:
+        """Entries per order, not counting the sentinel entry that ends every table."""
+        return self.keys[0].numel() - 1
 
     @property
     def max_order(self) -> int:
@@ -124,12 +131,12 @@ class NgramPosteriors:
         if sentence.numel() and bool(((sentence < 0) | (sentence >= self.num_sentences)).any()):
             raise ValueError(f"sentence indices must be in 0..{self.num_sentences - 1}")
         order = ngrams.shape[1]
-        entry = self.walk(self.token_ranks(ngrams), sentence)
-        values = self.values[order - 1]
-        return torch.where(entry >= 0, values[entry.clamp(min=0)], values.new_zeros(()))
+        entry = self.walk(self.token_ranks(ngrams.long()), sentence.long())
+        return self.values[order - 1][torch.where(entry >= 0, entry, self.size)]  # miss: sentinel
 
     def token_ranks(self, tokens: Tensor) -> Tensor:
         """Rank of each token among the evidence tokens; -1 for tokens not in the evidence."""
+        tokens = tokens.long()
         position = torch.searchsorted(self.token_values, tokens.contiguous())
         position = position.clamp(max=self.token_values.numel() - 1)
         found = (self.token_values[position] == tokens) & (position < self.num_tokens)
@@ -146,7 +153,7 @@ class NgramPosteriors:
         """Entry at ``order`` of ``parent`` extended by the token of rank ``rank``; -1 if absent."""
         keys = self.keys[order - 1]
         key = parent * self.key_base + rank
-        position = torch.searchsorted(keys, key).clamp(max=keys.numel() - 1)
+        position = torch.searchsorted(keys, key).clamp(max=self.size)
         found = (keys[position] == key) & (parent >= 0) & (rank >= 0)
         return torch.where(found, position, -1)
 
@@ -190,10 +197,11 @@ class NgramPosteriors:
         for row, (_, ngram, _) in enumerate(rows):
             token_ids[row, : len(ngram)] = torch.tensor(ngram, dtype=torch.int64)
         groups = torch.tensor([s for s, _, _ in rows], dtype=torch.int64)
-        # An n-gram ending in bos is never generated (SGNMT skips them too).
+        # The lone bos is never generated (SGNMT skips n-grams ending in <s> too); when bos and
+        # eos are one token, the unigram is the eos one and keeps its value.
+        lone_bos = (bos_id,) if bos_id is not None and bos_id != eos_id else None
         scores = torch.tensor(
-            [0.0 if ngram[-1] == bos_id else value for _, ngram, value in rows],
-            dtype=torch.float64,
+            [0.0 if ngram == lone_bos else value for _, ngram, value in rows], dtype=torch.float64
         )
         trie = _build_trie(
             token_ids.to(device), lengths.to(device), groups.to(device), max_order, len(ngrams)
@@ -205,7 +213,8 @@ class NgramPosteriors:
             listed = (lengths.to(at_start.device) == order) & (at_start >= 0)
             table = torch.zeros(trie.size + 1, dtype=torch.float64, device=at_start.device)
             table.index_put_((torch.where(listed, at_start, trie.size),), scores.to(table.device))
-            values.append(table[: trie.size])
+            table[trie.size] = 0.0  # the sentinel
+            values.append(table)
         return trie.posteriors(tuple(values), bos_id, eos_id)
 
 
@@ -245,6 +254,8 @@ def ngram_posteriors(
         >>> post.lookup(torch.tensor([[5], [6]]), torch.tensor([0, 0])).tolist()
         [1.0, 0.5]
     """
+    if not isinstance(evidence_ids, Tensor):
+        raise TypeError(f"evidence_ids must be a torch.Tensor, got {type(evidence_ids).__name__}")
     if evidence_ids.dim() != 3:
         raise ValueError(f"evidence_ids must be [B, M, L], got {list(evidence_ids.shape)}")
     device = evidence_ids.device
@@ -274,6 +285,7 @@ def ngram_posteriors(
         if bool((evidence_scores.isnan() | (evidence_scores == math.inf)).any()):
             raise ValueError("evidence_scores must be finite or -inf (absent), found NaN or +inf")
 
+    evidence_ids, evidence_lens = evidence_ids.long(), evidence_lens.long()
     present = evidence_scores > -math.inf
     logits = torch.where(present, alpha * evidence_scores, -math.inf)
     # A sentence without hypotheses gets NaN from softmax: it has no evidence, so weight 0.
@@ -293,13 +305,18 @@ def ngram_posteriors(
     position_weight = weights.reshape(rows)[row_of_position]
     values = []
     for order, entries in enumerate(trie.entries, start=1):
-        # Each hypothesis counts an n-gram once: only the first (entry, row) pair adds its weight.
-        counted = (entries >= 0) & first_occurrences(entries * rows + row_of_position)
+        candidate = entries >= 0
         if order == 1 and offset:
-            counted &= torch.arange(width, device=device).repeat(rows) > 0  # the lone bos
+            # The lone bos is never generated.  Leaving it out before picking first occurrences
+            # keeps an EOS equal to the bos counted.
+            candidate &= torch.arange(width, device=device).repeat(rows) > 0
+        # Each hypothesis counts an n-gram once: only the first (entry, row) pair adds its weight.
+        keys = torch.where(candidate, entries * rows + row_of_position, -1)
+        counted = candidate & first_occurrences(keys)
         table = torch.zeros(trie.size + 1, dtype=weights.dtype, device=device)
         table.index_add_(0, torch.where(counted, entries, trie.size), position_weight)
-        values.append(table[: trie.size])
+        table[trie.size] = 0.0  # the sentinel (it collected the uncounted positions)
+        values.append(table)
     return trie.posteriors(tuple(values), bos_id, eos_id)
 
 
@@ -415,6 +432,7 @@ class LMBRBias:
                 f"tokens must be [B*K, t] with B = {B} sentences, got {list(tokens.shape)}"
             )
         _check_integer("tokens", tokens, posteriors.device)
+        tokens = tokens.long()
         generated = tokens.shape[1] - self.prompt_len
         if generated < 0:
             raise ValueError(
@@ -444,7 +462,7 @@ class LMBRBias:
         start, end = posteriors.children(order, parent)
         entry = start[:, None] + torch.arange(fan_out, device=scores.device)
         inside = entry < end[:, None]
-        entry = entry.clamp(max=posteriors.keys[order - 1].numel() - 1)
+        entry = entry.clamp(max=posteriors.size)  # the sentinel entry past the end
         column = posteriors.last_tokens[order - 1][entry]
         inside &= (column >= 0) & (column < self.vocab_size)  # only a bos marker can fail this
         value = posteriors.values[order - 1][entry].to(scores.dtype) * self.theta[order]

@@ -296,19 +296,12 @@ def bench_bundled_decode(args: argparse.Namespace, dev: torch.device) -> dict[st
     """The demo's setting: the bundled model, evidence = a weaker system's 8-best lists."""
     from tensortext.decode import translate
     from tensortext.decode.bundled import load_bundled_translator
-    from tensortext.demo import _bundled, _without_eos
+    from tensortext.demo import _bundled, weaker_system_lmbr
 
     model = load_bundled_translator(dev)
     weaker = load_bundled_translator(dev, evidence_model=True)
     src_ids, src_lens = (t.to(dev) for t in model.tokenize_source(_bundled("translate.src")))
-    nbest = translate(weaker, src_ids, src_lens, num_beams=8, num_return_sequences=8)
-    ev_ids, ev_lens = _without_eos(nbest.sequences, nbest.lengths, model.eos_id)
-    ev_scores = nbest.scores.double() * nbest.lengths.clamp(min=1)
-    theta = lmbr_theta(0.741, 0.62)
-
-    def bias(batch: Tensor) -> LMBRBias:
-        posteriors = ngram_posteriors(ev_ids[batch], ev_lens[batch], ev_scores[batch])
-        return LMBRBias(posteriors, theta, vocab_size=model.vocab_size, eos_id=model.eos_id)
+    bias = weaker_system_lmbr(model, weaker, src_ids, src_lens)
 
     timings = _interleaved(
         {
@@ -386,20 +379,23 @@ def bench_mbr(args: argparse.Namespace, dev: torch.device) -> list[dict[str, Any
     return rows
 
 
+def _bars(ax: Any, labels: list[str], ours: list[float], theirs: list[float], name: str) -> None:
+    """Ours beside a reference, in ms on a log scale."""
+    ax.bar([i - 0.2 for i in range(len(labels))], ours, 0.4, label="tensortext")
+    ax.bar([i + 0.2 for i in range(len(labels))], theirs, 0.4, label=name)
+    ax.set_xticks(range(len(labels)), labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms")
+    ax.legend()
+
+
 def plot(payload: dict[str, Any], info: common.DeviceInfo, path: Path) -> None:
     fig, axes = common.new_figure(3, width=5.0)
     post = payload["parts"].get("posteriors", [])
     if post:
-        x = [f"{r['B']}x{r['M']}" for r in post]
-        axes[0].bar([i - 0.2 for i in range(len(x))], [r["posteriors_ms"] for r in post], 0.4,
-                    label="tensortext")  # fmt: skip
-        axes[0].bar([i + 0.2 for i in range(len(x))], [r["python_ms"] for r in post], 0.4,
-                    label="Python dicts")  # fmt: skip
-        axes[0].set_xticks(range(len(x)), x)
-        axes[0].set_yscale("log")
-        axes[0].set_ylabel("ms")
+        _bars(axes[0], [f"{r['B']}x{r['M']}" for r in post], [r["posteriors_ms"] for r in post],
+              [r["python_ms"] for r in post], "Python dicts")  # fmt: skip
         axes[0].set_title("n-gram posteriors (sentences x hypotheses)")
-        axes[0].legend()
     step = payload["parts"].get("step", [])
     if step:
         axes[1].plot([r["prefix_len"] for r in step], [r["ours_ms"] for r in step], "o-",
@@ -413,16 +409,9 @@ def plot(payload: dict[str, Any], info: common.DeviceInfo, path: Path) -> None:
         axes[1].legend()
     mbr = payload["parts"].get("mbr", [])
     if mbr:
-        x = [f"N={r['N']}" for r in mbr]
-        axes[2].bar([i - 0.2 for i in range(len(x))], [r["ours_ms"] for r in mbr], 0.4,
-                    label="tensortext")  # fmt: skip
-        axes[2].bar([i + 0.2 for i in range(len(x))], [r["sacrebleu_ms"] for r in mbr], 0.4,
-                    label="sacrebleu pairs")  # fmt: skip
-        axes[2].set_xticks(range(len(x)), x)
-        axes[2].set_yscale("log")
-        axes[2].set_ylabel("ms")
+        _bars(axes[2], [f"N={r['N']}" for r in mbr], [r["ours_ms"] for r in mbr],
+              [r["sacrebleu_ms"] for r in mbr], "sacrebleu pairs")  # fmt: skip
         axes[2].set_title(f"MBR rerank, {mbr[0]['B']} sentences")
-        axes[2].legend()
     fig.suptitle(f"LMBR on {info.name}")
     common.save_figure(fig, path)
 

@@ -4,6 +4,7 @@ search with the bundled translation model, scored with BLEU."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from importlib import resources
 from typing import Any, TextIO
 
@@ -12,7 +13,7 @@ import torch
 from tensortext.bleu import corpus_bleu, sentence_bleu
 from tensortext.ragged import pad_ragged, pad_ragged_refs
 
-__all__ = ["demo", "demo_lmbr", "demo_translation"]
+__all__ = ["demo", "demo_lmbr", "demo_translation", "weaker_system_lmbr"]
 
 
 def _bundled(name: str) -> list[str]:
@@ -135,26 +136,22 @@ def _quality(
     return score, exact, texts
 
 
-def demo_lmbr(*, device: str | None = None, out: TextIO) -> None:
-    """Beam search with and without LMBR posteriors, and MBR reranking, on the bundled test set.
+_NUM_EVIDENCE = 8
 
-    The evidence is the 8-best list of a second, weaker system (``data/evidence_model``: another
-    seed, half the training, ~87 BLEU).  alpha=1, weight=0.5 and sentence-end n-grams were chosen
-    on 1,000 dev sentences of ``scripts/train_bundled_model.py`` (95.88 -> 96.30 BLEU there),
-    not on this test set.
+
+def weaker_system_lmbr(
+    model: Any, weaker: Any, src_ids: torch.Tensor, src_lens: torch.Tensor
+) -> Callable[[torch.Tensor], Any]:
+    """The demo's LMBR: ``batch_indices -> LMBRBias`` from the weaker system's 8-best lists.
+
+    The weaker system is ``data/evidence_model`` (another seed, half the training, ~87 BLEU).
+    alpha=1, weight=0.5 and sentence-end n-grams were chosen on 1,000 dev sentences of
+    ``scripts/train_bundled_model.py`` (95.88 -> 96.30 BLEU there), not on the test set.
     """
-    from tensortext.decode import LMBRBias, lmbr_theta, mbr_rerank, ngram_posteriors, translate
-    from tensortext.decode.bundled import load_bundled_translator
+    from tensortext.decode import LMBRBias, lmbr_theta, ngram_posteriors, translate
 
-    target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    sources, references = _bundled("translate.src"), _bundled("translate.ref")
-    model = load_bundled_translator(target)
-    weaker = load_bundled_translator(target, evidence_model=True)
-    src_ids, src_lens = (t.to(target) for t in model.tokenize_source(sources))
-    ref_ids, ref_lens = (t.to(target) for t in model.tokenize_target(references))
-    num_evidence = 8
     nbest = translate(
-        weaker, src_ids, src_lens, num_beams=num_evidence, num_return_sequences=num_evidence
+        weaker, src_ids, src_lens, num_beams=_NUM_EVIDENCE, num_return_sequences=_NUM_EVIDENCE
     )
     evidence_ids, evidence_lens = _without_eos(nbest.sequences, nbest.lengths, model.eos_id)
     # Scores of the n-best are length-normalized; the posteriors weigh log-probabilities.
@@ -172,9 +169,25 @@ def demo_lmbr(*, device: str | None = None, out: TextIO) -> None:
         return LMBRBias(posteriors, theta, vocab_size=model.vocab_size, eos_id=model.eos_id,
                         weight=0.5)  # fmt: skip
 
+    return lmbr_bias
+
+
+def demo_lmbr(*, device: str | None = None, out: TextIO) -> None:
+    """Beam search with and without LMBR posteriors (:func:`weaker_system_lmbr`), and MBR
+    reranking, on the bundled test set."""
+    from tensortext.decode import mbr_rerank, translate
+    from tensortext.decode.bundled import load_bundled_translator
+
+    target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    sources, references = _bundled("translate.src"), _bundled("translate.ref")
+    model = load_bundled_translator(target)
+    weaker = load_bundled_translator(target, evidence_model=True)
+    src_ids, src_lens = (t.to(target) for t in model.tokenize_source(sources))
+    ref_ids, ref_lens = (t.to(target) for t in model.tokenize_target(references))
+    lmbr_bias = weaker_system_lmbr(model, weaker, src_ids, src_lens)
     out.write(
-        f"\nLMBR: n-gram posteriors from the {num_evidence}-best lists of a weaker system, added "
-        "at every beam step (K=4):\n"
+        f"\nLMBR: n-gram posteriors from the {_NUM_EVIDENCE}-best lists of a weaker system, "
+        "added at every beam step (K=4):\n"
     )
     rows = [("weaker system alone", weaker, None), ("bundled model", model, None),
             ("bundled model + LMBR", model, lmbr_bias)]  # fmt: skip

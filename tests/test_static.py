@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import tensortext.bleu
+import tensortext.bpe.core
 import tensortext.decode.beam
 import tensortext.decode.bundled
 import tensortext.decode.lmbr
@@ -41,6 +42,7 @@ def test_mypy():
     "module",
     [
         tensortext.bleu,
+        tensortext.bpe.core,
         tensortext.metric,
         tensortext.ngrams,
         tensortext.integrations.trl,

@@ -29,8 +29,8 @@ class CliError(Exception):
     """A user error: printed as ``tensortext: error: ...`` with exit status 2."""
 
 
-def read_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
-    """Lines of a UTF-8 file (``None`` or ``-``: standard input), without line ends."""
+def read_text(path: str | None, stdin: TextIO | None = None) -> str:
+    """A UTF-8 file (``None`` or ``-``: standard input) as text; errors name the line."""
     name = "<stdin>" if path in (None, "-") else path
     try:
         if path in (None, "-"):
@@ -41,12 +41,17 @@ def read_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
     except OSError as error:
         raise CliError(f"cannot read {name}: {error.strerror}") from None
     if isinstance(data, str):
-        return data.splitlines()
+        return data
     try:
-        return data.decode("utf-8").splitlines()
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
         raise CliError(f"{name}, line {line}: invalid UTF-8 (byte {error.start})") from None
+
+
+def read_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
+    """Lines of a UTF-8 file (``None`` or ``-``: standard input), without line ends."""
+    return read_text(path, stdin).splitlines()
 
 
 def parse_ids(lines: Sequence[str], name: str) -> list[list[int]]:
@@ -134,7 +139,12 @@ def run_bleu(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = No
                 f"{path} has {len(lines)} lines but the hypotheses have {len(hyp_lines)}; "
                 "each reference file needs one line per hypothesis"
             )
-    if args.tokenize == "ids":
+    if args.encoding is not None:
+        args.tokenize = args.encoding
+        encoding = _load_encoding(args.encoding)
+        hyps = _encode_lines(encoding, hyp_lines, args.device)
+        refs_by_file = [_encode_lines(encoding, lines, args.device) for lines in ref_lines]
+    elif args.tokenize == "ids":
         hyps = parse_ids(hyp_lines, args.input or "<stdin>")
         refs_by_file = [
             parse_ids(lines, path) for path, lines in zip(args.refs, ref_lines, strict=True)
@@ -178,6 +188,63 @@ def run_bleu(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = No
             stdout.write(f"BLEU|{sig} = {score_text} {fields['verbose_score']}\n")
 
 
+def _load_encoding(spec: str) -> Any:
+    from tensortext.bpe import load_encoding
+
+    try:
+        return load_encoding(spec)
+    except (OSError, ValueError, ImportError) as error:
+        raise CliError(str(error)) from None
+
+
+def _encode_lines(encoding: Any, lines: list[str], device: str) -> list[list[int]]:
+    ids, lengths = encoding.encode_batch(lines, device=device, disallowed_special=())
+    return [row[:length] for row, length in zip(ids.tolist(), lengths.tolist(), strict=True)]
+
+
+def read_text_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
+    """Lines split at ``\\n`` only (text may hold other line separators), without the ``\\n``."""
+    text = read_text(path, stdin)
+    if not text:
+        return []
+    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+
+
+def run_tokenize(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
+    encoding = _load_encoding(args.encoding)
+    lines = read_text_lines(args.input, stdin)
+    out = open(args.output, "w", encoding="utf-8") if args.output else stdout  # noqa: SIM115
+    try:
+        for first in range(0, len(lines), args.batch_lines):
+            chunk = lines[first : first + args.batch_lines]
+            if args.decode:
+                rows = parse_ids(chunk, args.input or "<stdin>")
+                for number, row in enumerate(rows, first + 1):
+                    try:
+                        out.write(encoding.decode(row) + "\n")
+                    except ValueError as error:
+                        raise CliError(f"line {number}: {error}") from None
+                continue
+            allowed: Any = "all" if args.allowed_special == ["all"] else set(args.allowed_special)
+            try:
+                ids, lengths = encoding.encode_batch(
+                    chunk,
+                    device=args.device,
+                    allowed_special=allowed,
+                    disallowed_special=() if args.ordinary else "all",
+                    pretokenize=args.pretokenize,
+                )
+            except ValueError as error:
+                raise CliError(
+                    str(error).split(". ")[0] + "; pass --allowed-special or --ordinary"
+                ) from None
+            for row, length in zip(ids.tolist(), lengths.tolist(), strict=True):
+                out.write(" ".join(map(str, row[:length])) + "\n")
+    finally:
+        if out is not stdout:
+            out.close()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tensortext",
@@ -208,6 +275,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["none"],
         help="'none': lines are whitespace-separated tokens, mapped to IDs",
     )
+    tokenize.add_argument(
+        "-e",
+        "--encoding",
+        metavar="ENCODING",
+        help="lines are text, tokenized with a BPE encoding (cl100k_base, o200k_base, or a "
+        "tokenizer.json path); special-token text is scored as ordinary text",
+    )
     bleu.set_defaults(tokenize="ids")
     bleu.add_argument("--sentence-level", action="store_true", help="one score per segment")
     bleu.add_argument("-f", "--format", choices=["text", "json"], default="text")
@@ -222,12 +296,49 @@ def build_parser() -> argparse.ArgumentParser:
         help="sacrebleu's none/floor/add-k/exp, or NLTK's method0..method7 with --compat nltk",
     )
     bleu.add_argument("--smooth-value", type=float, default=None)
-    bleu.add_argument("-e", "--effective-order", action="store_true")
+    bleu.add_argument("--effective-order", action="store_true")
     bleu.add_argument("--max-ngram-order", type=int, default=4)
     bleu.add_argument("--weights", type=float, nargs="+", help="NLTK weights (--compat nltk)")
     bleu.add_argument("--auto-reweigh", action="store_true", help="NLTK's auto_reweigh")
     bleu.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
     bleu.set_defaults(handler=run_bleu)
+
+    tok = commands.add_parser(
+        "tokenize",
+        help="BPE-encode text, one line of token IDs per line (--decode reverses)",
+        description="Exact batched BPE (tiktoken's IDs). Lines are split at \\n only.",
+    )
+    tok.add_argument(
+        "-e",
+        "--encoding",
+        required=True,
+        metavar="ENCODING",
+        help="cl100k_base, o200k_base, or a tokenizer.json path",
+    )
+    tok.add_argument("-i", "--input", help="input file (default: standard input)")
+    tok.add_argument("-o", "--output", help="output file (default: standard output)")
+    tok.add_argument("--decode", action="store_true", help="lines of IDs in, text out")
+    tok.add_argument(
+        "--allowed-special",
+        nargs="+",
+        default=[],
+        metavar="TOKEN",
+        help="special tokens to encode as such ('all' for every one)",
+    )
+    tok.add_argument(
+        "--ordinary",
+        action="store_true",
+        help="encode special-token text as ordinary text instead of failing",
+    )
+    tok.add_argument(
+        "--pretokenize",
+        choices=["regex", "bytes"],
+        default="regex",
+        help="'bytes' is BlockBPE's byte-level split (IDs differ from tiktoken)",
+    )
+    tok.add_argument("--batch-lines", type=int, default=4096, help="lines per batch")
+    tok.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda")
+    tok.set_defaults(handler=run_tokenize)
 
     translate = commands.add_parser(
         "translate",
@@ -252,9 +363,10 @@ def run_translate(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None
 
 
 def run_demo(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
-    from tensortext.demo import demo, demo_lmbr, demo_translation
+    from tensortext.demo import demo, demo_lmbr, demo_tokenize, demo_translation
 
     demo(device=args.device, out=stdout)
+    demo_tokenize(device=args.device, out=stdout)
     demo_translation(device=args.device, out=stdout)
     demo_lmbr(device=args.device, out=stdout)
 

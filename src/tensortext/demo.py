@@ -13,7 +13,7 @@ import torch
 from tensortext.bleu import corpus_bleu, sentence_bleu
 from tensortext.ragged import pad_ragged, pad_ragged_refs
 
-__all__ = ["demo", "demo_lmbr", "demo_translation", "weaker_system_lmbr"]
+__all__ = ["demo", "demo_lmbr", "demo_tokenize", "demo_translation", "weaker_system_lmbr"]
 
 
 def _bundled(name: str) -> list[str]:
@@ -217,3 +217,46 @@ def demo_lmbr(*, device: str | None = None, out: TextIO) -> None:
         f"  {'MBR rerank of 8-best':<22s} BLEU {100 * score:6.2f}   exact match "
         f"{100 * exact:5.1f}%   {seconds:6.2f} s for {len(sources) * 64:,} sentence-BLEU pairs\n"
     )
+
+
+def demo_tokenize(*, device: str | None = None, out: TextIO) -> None:
+    """Encodes the bundled texts with cl100k_base and o200k_base, checked against tiktoken."""
+    from tensortext.bpe import get_encoding
+
+    target = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    texts = _bundled("multilingual.txt") + _bundled("ref.txt") + _bundled("translate.src")
+    nbytes = sum(len(text.encode("utf-8")) for text in texts)
+    out.write(f"\nexact batched BPE on {target}: {len(texts)} lines, {nbytes:,} bytes\n")
+    for name in ("cl100k_base", "o200k_base"):
+        encoding = get_encoding(name)
+        encoding.encode_batch(texts[:4], device=target)  # builds the device tables once
+        start = time.perf_counter()
+        ids, lengths = encoding.encode_batch(texts, device=target)
+        if target.type == "cuda":
+            torch.cuda.synchronize(target)
+        seconds = time.perf_counter() - start
+        rows = [row[:n] for row, n in zip(ids.tolist(), lengths.tolist(), strict=True)]
+        byte_ids, byte_lengths = encoding.encode_batch(texts, device=target, pretokenize="bytes")
+        byte_rows = [r[:n] for r, n in zip(byte_ids.tolist(), byte_lengths.tolist(), strict=True)]
+        differ = sum(a != b for a, b in zip(rows, byte_rows, strict=True))
+        check = _tiktoken_agreement(name, texts, rows)
+        out.write(
+            f"  {name}: {int(lengths.sum()):,} tokens in {1000 * seconds:.0f} ms; {check}; "
+            f"decode(encode(text)) == text: {encoding.decode_batch(ids, lengths) == texts}; "
+            f"BlockBPE's byte-level split changes {differ} of {len(texts)} lines\n"
+        )
+    sample = texts[3]
+    out.write(f"  e.g. {sample[:40]!r}... -> {get_encoding('o200k_base').encode(sample)[:12]}...\n")
+
+
+def _tiktoken_agreement(name: str, texts: list[str], rows: list[list[int]]) -> str:
+    try:
+        import tiktoken
+
+        from tensortext.bpe.registry import tiktoken_encoding
+    except ImportError:
+        return "install tiktoken to compare"
+    reference: Any = tiktoken_encoding(name, tiktoken)
+    expected = reference.encode_ordinary_batch(texts)
+    same = sum(a == b for a, b in zip(rows, expected, strict=True))
+    return f"identical to tiktoken on {same}/{len(texts)} lines"

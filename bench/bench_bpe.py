@@ -1,0 +1,353 @@
+#!/usr/bin/env python
+"""Batched BPE encoding: tensortext against tiktoken, HF tokenizers, bpe-openai and quicktok.
+
+Every implementation encodes the same batches of real mixed text (English prose and docs, Python
+source, and the multilingual sample bundled for the demo: CJK, Indic scripts with combining marks,
+Arabic, Cyrillic, emoji with ZWJ, digits, whitespace runs), ``B`` texts of ``S`` UTF-8 bytes
+each, cut at codepoint boundaries. For each (encoding, B, S) point it reports MB/s (median of
+``--repeat`` timed calls after warm-up; CUDA synchronised) and the fraction of rows identical
+to tiktoken's IDs. Byte mode (``pretokenize="bytes"``, BlockBPE's method) also gets the paper's
+Levenshtein similarity ``1 - lev(ours, tiktoken) / max(len)``, averaged over up to 64 rows.
+
+The CPU baselines use every host core: tiktoken ``encode_ordinary_batch(num_threads=cores)``,
+HF ``Tokenizer.encode_batch`` (its own thread pool; the tokenizer.json is transformers'
+``TikTokenConverter`` output for the same ranks), bpe-openai ``encode_ordinary_batch`` and
+quicktok ``encode_batch`` (its thread pool). Ours runs on ``--device`` (CPU: torch threads =
+cores unless ``--threads``).
+
+Usage (from the repository root)::
+
+    PYTHONPATH=src python bench/bench_bpe.py                 # CUDA if available
+    PYTHONPATH=src python bench/bench_bpe.py --device cpu
+    PYTHONPATH=src python bench/bench_bpe.py --quick         # smoke test
+
+Writes bench/results/bpe-<device-slug>.json and .png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import os
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+for extra in (BENCH_DIR, ROOT / "tests"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+if (ROOT / "src").is_dir() and str(ROOT / "src") not in sys.path:
+    sys.path.append(str(ROOT / "src"))
+
+import common  # noqa: E402
+from reference import tiktoken_reference  # noqa: E402
+
+from tensortext.bpe import get_encoding  # noqa: E402
+from tensortext.bpe.registry import _SPECS, vocabulary_file  # noqa: E402
+
+CORES = os.cpu_count() or 1
+MULTILINGUAL = ROOT / "src" / "tensortext" / "data" / "demo" / "multilingual.txt"
+
+
+def corpus_paragraphs() -> list[str]:
+    """Paragraphs of real text: docs, Python source and the multilingual sample."""
+    sources = [ROOT / "README.md", BENCH_DIR / "README.md", MULTILINGUAL]
+    sources += sorted((ROOT / "src" / "tensortext").rglob("*.py"))
+    sources += sorted(Path(torch.__file__).parent.glob("*.py"))[:30]
+    paragraphs: list[str] = []
+    for path in sources:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        paragraphs += [p + "\n\n" for p in text.split("\n\n") if p.strip()]
+    multilingual = MULTILINGUAL.read_text(encoding="utf-8")
+    paragraphs += [line + "\n" for line in multilingual.splitlines()] * 20  # ~1/4 of the bytes
+    random.Random(0).shuffle(paragraphs)
+    return paragraphs
+
+
+def make_batch(stream: bytes, batch: int, size: int, offset: int) -> list[str]:
+    """``batch`` texts of about ``size`` bytes from ``stream``, cut at codepoint boundaries."""
+    texts = []
+    for index in range(batch):
+        start = (offset + index * size) % max(len(stream) - size - 4, 1)
+        while start and stream[start] & 0xC0 == 0x80:
+            start += 1
+        end = start + size
+        while end < len(stream) and stream[end] & 0xC0 == 0x80:
+            end -= 1
+        texts.append(stream[start:end].decode("utf-8"))
+    return texts
+
+
+def levenshtein(a: list[int], b: list[int]) -> int:
+    """Edit distance, one numpy row per token of ``a`` (insertions via a running minimum)."""
+    if not a or not b:
+        return max(len(a), len(b))
+    row = np.arange(len(b) + 1)
+    b_arr = np.asarray(b)
+    cols = np.arange(len(b) + 1)
+    for i, token in enumerate(a, 1):
+        diag = row[:-1] + (b_arr != token)
+        new = np.empty_like(row)
+        new[0] = i
+        new[1:] = np.minimum(row[1:] + 1, diag)
+        row = np.minimum.accumulate(new - cols) + cols
+    return int(row[-1])
+
+
+def hf_tokenizer(name: str) -> Any:
+    """HF ``tokenizers.Tokenizer`` from transformers' TikTokenConverter, on the same ranks."""
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    path = Path("/tmp") / f"tensortext-bench-{name}.tiktoken"
+    if not path.exists():
+        path.write_bytes(gzip.decompress(vocabulary_file(name).read_bytes()))
+    return TikTokenConverter(vocab_file=str(path), pattern=_SPECS[name][1]).converted()
+
+
+def baselines(
+    name: str, skip: set[str]
+) -> tuple[dict[str, Callable[[list[str]], list[list[int]]]], dict[str, str]]:
+    """Encoders ``texts -> list of ID lists`` (the call we time), and the ones unavailable."""
+    fns: dict[str, Callable[[list[str]], list[list[int]]]] = {}
+    missing: dict[str, str] = {}
+    ref = tiktoken_reference(name)
+    fns["tiktoken"] = lambda texts: ref.encode_ordinary_batch(texts, num_threads=CORES)
+    loaders: dict[str, Callable[[], Callable[[list[str]], Any]]] = {}
+
+    def load_hf() -> Callable[[list[str]], Any]:
+        tok = hf_tokenizer(name)
+        return lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+
+    def load_bpe_openai() -> Callable[[list[str]], Any]:
+        import bpe_openai
+
+        enc = bpe_openai.get_encoding(name)
+        return lambda texts: enc.encode_ordinary_batch(texts, num_threads=CORES)
+
+    def load_quicktok() -> Callable[[list[str]], Any]:
+        import quicktok
+
+        enc = quicktok.get_encoding(name)
+
+        def encode(texts: list[str]) -> Any:
+            flat, offsets = enc.encode_batch(texts)
+            return flat, offsets
+
+        return encode
+
+    loaders = {"hf_tokenizers": load_hf, "bpe_openai": load_bpe_openai, "quicktok": load_quicktok}
+    for key, load in loaders.items():
+        if key in skip:
+            continue
+        try:
+            fns[key] = load()
+        except Exception as error:
+            missing[key] = f"{type(error).__name__}: {error}"
+    return fns, missing
+
+
+def as_lists(value: Any) -> list[list[int]]:
+    if isinstance(value, tuple) and len(value) == 2 and hasattr(value[0], "dtype"):
+        if isinstance(value[0], torch.Tensor):  # ours: (ids [B, L], lengths [B])
+            ids, lengths = value
+            return [row[:n] for row, n in zip(ids.tolist(), lengths.tolist(), strict=True)]
+        flat, offsets = value  # quicktok: flat tokens + offsets
+        flat, offsets = flat.tolist(), list(offsets)
+        return [flat[a:b] for a, b in itertools.pairwise(offsets)]
+    return [list(row) for row in value]
+
+
+def run_point(
+    name: str,
+    batch: int,
+    size: int,
+    stream: bytes,
+    fns: dict[str, Callable[[list[str]], Any]],
+    args: argparse.Namespace,
+    dev: torch.device,
+) -> dict[str, Any]:
+    texts = make_batch(stream, batch, size, offset=batch * 7919 + size)
+    nbytes = sum(len(t.encode("utf-8")) for t in texts)
+    reference = fns["tiktoken"](texts)
+    row: dict[str, Any] = {
+        "encoding": name,
+        "batch": batch,
+        "size": size,
+        "bytes": nbytes,
+        "impls": {},
+    }
+    timed = {key: (lambda fn=fn: fn(texts)) for key, fn in fns.items()}
+    timings, errors = common.time_interleaved(
+        timed, warmup=1, repeat=args.repeat, device=dev, budget_s=args.budget
+    )
+    for key in fns:
+        if key in errors:
+            row["impls"][key] = {"error": repr(errors[key])}
+            continue
+        out = as_lists(timings[key].value)
+        same = sum(a == b for a, b in zip(out, reference, strict=True))
+        entry = {
+            "median_s": timings[key].median_s,
+            "mb_per_s": nbytes / timings[key].median_s / 1e6,
+            "exact_rows": same,
+            "rows": batch,
+            "samples_s": timings[key].samples_s,
+        }
+        if key == "ours_bytes":
+            sample = list(range(min(batch, 64)))
+            sims = [
+                1 - levenshtein(out[i], reference[i]) / max(len(out[i]), len(reference[i]), 1)
+                for i in sample
+            ]
+            entry["levenshtein_similarity"] = float(np.mean(sims))
+        row["impls"][key] = entry
+    return row
+
+
+def print_row(row: dict[str, Any]) -> None:
+    cells = []
+    for key, entry in row["impls"].items():
+        if "error" in entry:
+            cells.append(f"{key}=ERR")
+            continue
+        exact = (
+            ""
+            if entry["exact_rows"] == entry["rows"]
+            else f" ({entry['exact_rows']}/{entry['rows']} exact)"
+        )
+        sim = (
+            f" sim {entry['levenshtein_similarity']:.3f}"
+            if "levenshtein_similarity" in entry
+            else ""
+        )
+        cells.append(f"{key} {entry['mb_per_s']:.2f}{exact}{sim}")
+    print(
+        f"{row['encoding']:12s} B={row['batch']:5d} S={row['size']:5d}  MB/s: " + " | ".join(cells),
+        flush=True,
+    )
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    keys = list(dict.fromkeys(k for row in rows for k in row["impls"]))
+    lines = ["| encoding | B x S | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
+    for row in rows:
+        cells = []
+        for key in keys:
+            entry = row["impls"].get(key)
+            if entry is None or "error" in entry:
+                cells.append("-")
+                continue
+            mark = (
+                ""
+                if entry["exact_rows"] == entry["rows"]
+                else f" ({entry['exact_rows']}/{entry['rows']})"
+            )
+            cells.append(f"{entry['mb_per_s']:.2f}{mark}")
+        lines.append(
+            f"| {row['encoding']} | {row['batch']} x {row['size']} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], info: common.DeviceInfo, path: Path) -> None:
+    names = list(dict.fromkeys(row["encoding"] for row in rows))
+    fig, axes = common.new_figure(len(names), width=6.5)
+    for ax, name in zip(axes, names, strict=True):
+        points = [r for r in rows if r["encoding"] == name]
+        labels = [f"{r['batch']}x{r['size']}" for r in points]
+        keys = list(dict.fromkeys(k for r in points for k in r["impls"]))
+        for key in keys:
+            ys = [r["impls"].get(key, {}).get("mb_per_s", float("nan")) for r in points]
+            ax.plot(range(len(points)), ys, marker="o", label=key)
+        ax.set_xticks(range(len(points)), labels, rotation=60, fontsize=7)
+        ax.set_yscale("log")
+        ax.set_ylabel("MB/s (median)")
+        ax.set_title(f"{name} on {info.name}", fontsize=8)
+        ax.legend(fontsize=7)
+    common.save_figure(fig, path)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default=common.default_device())
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default: all cores)"
+    )
+    parser.add_argument("--encodings", nargs="+", default=["cl100k_base", "o200k_base"])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 256, 1024])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[128, 1024, 4096])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--budget", type=float, default=20.0, help="seconds of timed calls per impl and point"
+    )
+    parser.add_argument("--skip", nargs="*", default=[], help="baselines to leave out")
+    parser.add_argument("--quick", action="store_true", help="two small points, a smoke test")
+    parser.add_argument("--out-dir", type=Path, default=None)
+    parser.add_argument(
+        "--time-limit", type=float, default=None, help="start no point after S seconds"
+    )
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.batches, args.sizes, args.repeat, args.encodings = [1, 16], [256], 3, ["cl100k_base"]
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    dev = torch.device(args.device)
+    torch.set_num_threads(args.threads or (CORES if dev.type == "cpu" else torch.get_num_threads()))
+    info = common.device_info(dev)
+    print(f"BPE benchmark on {info.name}; CPU baselines use {CORES} host threads")
+    stream = "".join(corpus_paragraphs()).encode("utf-8")
+    payload: dict[str, Any] = {
+        "meta": common.run_metadata(
+            info, ["tiktoken", "tokenizers", "bpe-openai", "quicktok-v1", "transformers"]
+        ),
+        "host_cores": CORES,
+        "corpus_bytes": len(stream),
+        "quick": args.quick,
+        "unavailable": {},
+        "rows": [],
+    }
+    suffix = "-quick" if args.quick else ""
+    json_path = common.results_path(f"bpe{suffix}", info, ".json", args.out_dir)
+    started = time.perf_counter()
+    for name in args.encodings:
+        fns, missing = baselines(name, set(args.skip))
+        payload["unavailable"][name] = missing
+        for key, why in missing.items():
+            print(f"{name}: {key} unavailable ({why})")
+        enc = get_encoding(name)
+        fns["ours_regex"] = lambda texts, enc=enc: enc.encode_batch(
+            texts, device=dev, disallowed_special=()
+        )
+        fns["ours_bytes"] = lambda texts, enc=enc: enc.encode_batch(
+            texts, device=dev, disallowed_special=(), pretokenize="bytes"
+        )
+        for size in args.sizes:
+            for batch in args.batches:
+                if args.time_limit and time.perf_counter() - started > args.time_limit:
+                    print("time limit reached; remaining points skipped")
+                    break
+                row = run_point(name, batch, size, stream, fns, args, dev)
+                payload["rows"].append(row)
+                print_row(row)
+                common.write_json(json_path, payload)
+    print(markdown(payload["rows"]))
+    png_path = common.results_path(f"bpe{suffix}", info, ".png", args.out_dir)
+    plot(payload["rows"], info, png_path)
+    print(f"wrote {json_path} and {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

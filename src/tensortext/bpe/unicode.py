@@ -1,0 +1,79 @@
+"""Codepoint classes for the pre-tokenizers, one flag byte per codepoint, looked up on tensors.
+
+The table is built by ``scripts/build_unicode_tables.py`` from the ``regex`` module (so it has
+that module's Unicode version) and ships as ``data/unicode_classes.bin`` (a few KB of runs).
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+__all__ = [
+    "FLAG_PATTERNS",
+    "LETTER",
+    "LOWER",
+    "MARK",
+    "NUMBER",
+    "OTHER_LETTER",
+    "SPACE",
+    "TABLE_PATH",
+    "UPPER",
+    "codepoint_flags",
+    "table_label",
+]
+
+TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "unicode_classes.bin"
+
+# Bit i of a codepoint's flags is set when it matches FLAG_PATTERNS[i] in the ``regex`` module.
+FLAG_PATTERNS = (
+    r"\p{L}",  # LETTER
+    r"\p{N}",  # NUMBER
+    r"\s",  # SPACE (White_Space)
+    r"[\p{Lu}\p{Lt}]",  # UPPER: o200k's upper-case-only letters
+    r"\p{Ll}",  # LOWER: o200k's lower-case-only letters
+    r"[\p{Lm}\p{Lo}]",  # OTHER_LETTER: in both of o200k's letter sets
+    r"\p{M}",  # MARK: in both of o200k's letter sets, but not \p{L}
+)
+LETTER, NUMBER, SPACE, UPPER, LOWER, OTHER_LETTER, MARK = (1 << bit for bit in range(7))
+
+
+@lru_cache(maxsize=1)
+def _runs() -> tuple[torch.Tensor, torch.Tensor, str]:
+    data = TABLE_PATH.read_bytes()
+    if data[:4] != b"TTUC":
+        raise ValueError(f"{TABLE_PATH}: not a tensortext Unicode table (bad magic)")
+    (count,) = struct.unpack_from("<I", data, 4)
+    label = data[8:40].rstrip(b"\0").decode("ascii")
+    body = torch.frombuffer(bytearray(data[40:]), dtype=torch.int32)
+    if body.numel() != 2 * count:
+        raise ValueError(f"{TABLE_PATH}: expected {count} runs, found {body.numel() // 2}")
+    pairs = body.view(count, 2).to(torch.int64)
+    return pairs[:, 0].contiguous(), pairs[:, 1].contiguous(), label
+
+
+@lru_cache(maxsize=8)
+def _table(device: torch.device) -> torch.Tensor:
+    starts, values, _ = _runs()
+    widths = torch.diff(starts, append=torch.tensor([0x110000]))
+    return torch.repeat_interleave(values.to(torch.uint8), widths).to(device)  # [0x110000]
+
+
+def table_label() -> str:
+    """The ``regex`` version that built the table, hence its Unicode version."""
+    return _runs()[2]
+
+
+def codepoint_flags(codepoints: torch.Tensor) -> torch.Tensor:
+    """Class flags of each codepoint.
+
+    Args:
+        codepoints: int tensor of Unicode scalar values, any shape, on any device.
+
+    Returns:
+        uint8 tensor of the same shape: bit ``LETTER``, ``NUMBER``, ``SPACE``, ... set.
+    """
+    return _table(codepoints.device)[codepoints.long()]

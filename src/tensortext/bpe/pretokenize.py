@@ -110,11 +110,13 @@ class _Text:
     """Codepoints of a batch of segments, with the shifted views the rules need."""
 
     def __init__(self, codepoints: torch.Tensor, segment_lens: torch.Tensor) -> None:
-        self.cp = codepoints.long()  # [n]
+        # int32 throughout: positions fit, and the elementwise rules run at half the bandwidth.
+        self.cp = codepoints.to(torch.int32)  # [n]
         self.n = n = self.cp.numel()
         device = self.cp.device
-        self.idx = torch.arange(n, device=device)
-        ends = torch.cumsum(segment_lens, 0)
+        self.idx = torch.arange(n, device=device, dtype=torch.int32)
+        segment_lens = segment_lens.to(torch.int32)
+        ends = torch.cumsum(segment_lens, 0, dtype=torch.int32)
         self.seg_end = torch.repeat_interleave(ends, segment_lens, output_size=n)  # [n]
         self.seg_start = self.seg_end - torch.repeat_interleave(
             segment_lens, segment_lens, output_size=n

@@ -490,3 +490,72 @@ def test_random_hf_merges_match_tokenizers(
         assert got == expected, (
             f"text {text!r}: ours {got} != tokenizers {expected}\n  merges {merges}"
         )
+
+
+# Pass limit: after `max_passes`, pieces go on with the sequential heap from where they are.
+
+
+@SETTINGS
+@given(
+    texts=st.lists(
+        st.text(alphabet=st.sampled_from(list("abcab ab日本語")), min_size=1, max_size=30),
+        min_size=1,
+        max_size=6,
+    ),
+    max_passes=st.integers(0, 4),
+)
+def test_stopped_passes_then_merge_tokens_equal_the_full_merge(
+    texts: list[str], max_passes: int
+) -> None:
+    from reference import tiktoken_reference
+
+    from tensortext.bpe import get_encoding
+    from tensortext.bpe.merge import merge_tokens
+
+    enc = get_encoding("cl100k_base")
+    tables = enc._vocab.tables(torch.device("cpu"))
+    pieces = [text.encode("utf-8") for text in texts]
+    data = torch.frombuffer(bytearray(b"".join(pieces)), dtype=torch.uint8)
+    lens = torch.tensor([len(piece) for piece in pieces])
+    starts = torch.cumsum(lens, 0) - lens
+    out = torch.full((data.numel() + 1,), -1)
+    unfinished = torch.zeros(len(pieces), dtype=torch.bool)
+    irregular = merge_pieces(
+        data, starts, lens, tables, out, max_passes=max_passes, unfinished=unfinished
+    )
+    assert not irregular.any()
+    reference = tiktoken_reference("cl100k_base")
+    for index, piece in enumerate(pieces):
+        span = out[int(starts[index]) : int(starts[index] + lens[index])]
+        tokens = span[span >= 0].tolist()
+        if unfinished[index]:
+            tokens = [token for _, token in merge_tokens(tokens, enc._vocab.pairs)]
+        expected = reference._encode_single_piece(piece) if len(piece) > 1 else None
+        expected = expected or [reference.encode_single_token(piece)]
+        assert tokens == expected, piece
+
+
+def test_long_pieces_finish_sequentially(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random CJK without punctuation is one long piece needing thousands of distinct ranks."""
+    import random
+
+    from reference import tiktoken_reference
+
+    import tensortext.bpe.core as core
+    from tensortext.bpe import get_encoding
+
+    calls: list[int] = []
+    original = core.merge_tokens
+
+    def counting(tokens: list[int], pairs: Any) -> Any:
+        calls.append(len(tokens))
+        return original(tokens, pairs)
+
+    monkeypatch.setattr(core, "merge_tokens", counting)
+    rng = random.Random(0)
+    text = "".join(chr(rng.randrange(0x4E00, 0x4E00 + 3000)) for _ in range(3000))
+    for name in ("cl100k_base", "o200k_base"):
+        assert get_encoding(name).encode_ordinary(text) == tiktoken_reference(name).encode_ordinary(
+            text
+        )
+    assert calls, "the pass limit was never reached: the sequential continuation is untested"

@@ -12,7 +12,13 @@ from typing import Literal
 
 import torch
 
-from tensortext.bpe.merge import MergeTables, lookup_pieces, merge_pieces, merge_serial
+from tensortext.bpe.merge import (
+    MergeTables,
+    lookup_pieces,
+    merge_pieces,
+    merge_serial,
+    merge_tokens,
+)
 from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton, triton_usable
 from tensortext.bpe.pretokenize import PatternKind, piece_starts
 from tensortext.bpe.vocab import Vocab, read_hf_json, read_tiktoken_file
@@ -21,6 +27,9 @@ __all__ = ["Encoding"]
 
 Pretokenize = Literal["regex", "bytes"]
 MergeBackend = Literal["auto", "torch", "triton"]
+# Parallel passes before a piece goes on with the sequential heap: a pass per distinct rank
+# merged is cheap for words (a few passes) but not for a long run of random CJK (thousands).
+MAX_PASSES = 64
 
 
 def _check_texts(texts: object, name: str) -> list[str]:
@@ -317,9 +326,9 @@ class Encoding:
         hit = whole >= 0
         out[piece_start[hit]] = whole[hit]
         rest_start, rest_len = piece_start[~hit], piece_len[~hit]
-        irregular = _merge(data, rest_start, rest_len, tables, out, merge_backend)
-        if bool(irregular.any()):
-            self._merge_serially(data, rest_start[irregular], rest_len[irregular], out)
+        irregular, unfinished = _merge(data, rest_start, rest_len, tables, out, merge_backend)
+        if bool((irregular | unfinished).any()):  # rare: one sync, then host work
+            self._merge_serially(data, rest_start, rest_len, irregular, unfinished, out)
         segment_bytes = torch.zeros(segment_lens.numel(), dtype=torch.int64, device=device)
         segment_bytes.index_add_(0, segment_of_cp, cp_bytes)
         text_bytes = torch.zeros(len(texts), dtype=torch.int64, device=device)
@@ -327,17 +336,40 @@ class Encoding:
         return _assemble(out[:-1], text_bytes, pad_id)
 
     def _merge_serially(
-        self, data: torch.Tensor, starts: torch.Tensor, lens: torch.Tensor, out: torch.Tensor
+        self,
+        data: torch.Tensor,
+        starts: torch.Tensor,
+        lens: torch.Tensor,
+        irregular: torch.Tensor,
+        unfinished: torch.Tensor,
+        out: torch.Tensor,
     ) -> None:
+        """The sequential merges, on the host: irregular pieces from their bytes, unfinished
+        ones from the tokens the passes left in ``out``."""
         host = bytes(data.cpu().numpy()) if data.numel() else b""
         byte_ids = self._vocab.tables(torch.device("cpu")).byte_ids.tolist()
-        for start, length in zip(starts.tolist(), lens.tolist(), strict=True):
-            tokens = merge_serial(host[start : start + length], byte_ids, self._vocab.pairs)
-            offsets, position = [], start
-            for token in tokens:
-                offsets.append(position)
-                position += len(self._vocab.tokens[token] or b"")
-            out[torch.tensor(offsets, device=out.device)] = torch.tensor(tokens, device=out.device)
+        pairs, vocab = self._vocab.pairs, self._vocab.tokens
+        positions: list[int] = []
+        values: list[int] = []
+        for start, length in zip(starts[irregular].tolist(), lens[irregular].tolist(), strict=True):
+            for token in merge_serial(host[start : start + length], byte_ids, pairs):
+                positions.append(start)
+                values.append(token)
+                start += len(vocab[token] or b"")
+        for start, length in zip(
+            starts[unfinished].tolist(), lens[unfinished].tolist(), strict=True
+        ):
+            span = out[start : start + length]
+            offsets = (span >= 0).nonzero().squeeze(1).tolist()
+            tokens = span[offsets].tolist()
+            span.fill_(-1)
+            for index, token in merge_tokens(tokens, pairs):
+                positions.append(start + offsets[index])
+                values.append(token)
+        if positions:
+            out[torch.tensor(positions, device=out.device)] = torch.tensor(
+                values, device=out.device
+            )
 
     # ------------------------------------------------------------------ decoding
     def decode_bytes(self, tokens: Sequence[int] | torch.Tensor) -> bytes:
@@ -416,18 +448,33 @@ def _merge(
     tables: MergeTables,
     out: torch.Tensor,
     backend: MergeBackend,
-) -> torch.Tensor:
-    """Merge with the chosen backend; returns ``[P]`` bool, the pieces for the serial path."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Merge with the chosen backend; returns the ``[P]`` bool masks of the pieces the
+    sequential merges must do (irregular) or finish (unfinished after ``MAX_PASSES``)."""
     use_triton = backend == "triton" or (
         backend == "auto" and data.device.type == "cuda" and triton_usable(data.device)
     )
+    unfinished = torch.zeros(starts.numel(), dtype=torch.bool, device=data.device)
     if not use_triton:
-        return merge_pieces(data, starts, lens, tables, out)
-    short = lens <= MAX_PIECE_BYTES
+        irregular = merge_pieces(
+            data, starts, lens, tables, out, max_passes=MAX_PASSES, unfinished=unfinished
+        )
+        return irregular, unfinished
+    short = lens <= MAX_PIECE_BYTES  # at most MAX_PIECE_BYTES - 1 passes: never unfinished
     irregular = torch.zeros_like(short)
     irregular[short] = merge_pieces_triton(data, starts[short], lens[short], tables, out)
-    irregular[~short] = merge_pieces(data, starts[~short], lens[~short], tables, out)
-    return irregular
+    long_unfinished = torch.zeros(int((~short).sum()), dtype=torch.bool, device=data.device)
+    irregular[~short] = merge_pieces(
+        data,
+        starts[~short],
+        lens[~short],
+        tables,
+        out,
+        max_passes=MAX_PASSES,
+        unfinished=long_unfinished,
+    )
+    unfinished[~short] = long_unfinished
+    return irregular, unfinished
 
 
 def _special_regex(tokens: AbstractSet[str]) -> re.Pattern[str]:

@@ -21,7 +21,14 @@ from typing import Any
 
 import torch
 
-__all__ = ["MergeTables", "lookup_pieces", "merge_pieces", "merge_serial", "piece_keys"]
+__all__ = [
+    "MergeTables",
+    "lookup_pieces",
+    "merge_pieces",
+    "merge_serial",
+    "merge_tokens",
+    "piece_keys",
+]
 
 # Two polynomial hashes modulo primes below 2**31, so sums of products stay inside int64.
 _PRIMES = (2147483629, 2147483587)
@@ -150,6 +157,9 @@ def merge_pieces(
     lens: torch.Tensor,
     tables: MergeTables,
     out: torch.Tensor,
+    *,
+    max_passes: int | None = None,
+    unfinished: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Merge every piece in parallel passes, writing each final token at its first byte.
 
@@ -159,6 +169,12 @@ def merge_pieces(
         tables: the vocabulary on ``data``'s device.
         out: ``[nbytes + 1]`` int64, filled in place: ``out[b]`` = the token starting at byte
             ``b``; the last slot is scratch.
+        max_passes: stop after this many passes (``None``: when every piece is done). A piece
+            takes one pass per distinct rank it merges: a few for real words, thousands for a
+            long run of random CJK, where the sequential heap (:func:`merge_tokens`) is faster.
+        unfinished: ``[P]`` bool, required with ``max_passes``: set for the pieces still
+            merging then; their tokens so far are written to ``out`` (a state of the
+            sequential order, from which :func:`merge_tokens` goes on).
 
     Returns:
         ``[P]`` bool: pieces whose merge order could differ from the sequential one; they are
@@ -175,7 +191,15 @@ def merge_pieces(
     position = starts[owner] + torch.arange(total, device=device) - first  # [T] byte offsets
     tokens = tables.byte_ids[data[position].long()]
     last_rank = torch.full((num_pieces,), -1, dtype=torch.int64, device=device)
+    passes = 0
     while tokens.numel():
+        if max_passes is not None and passes == max_passes:
+            if unfinished is None:
+                raise ValueError("merge_pieces: max_passes needs an `unfinished` mask")
+            unfinished[owner] = True
+            out[position] = tokens
+            break
+        passes += 1
         count = tokens.numel()
         index = torch.arange(count - 1, device=device)
         same_piece = owner[1:] == owner[:-1]  # [T - 1]
@@ -219,10 +243,20 @@ def merge_serial(
     Repeatedly merges the adjacent pair of lowest rank (the leftmost among equals).
     ``pairs`` maps ``(left_id, right_id)`` to ``(rank, merged_id)``.
     """
-    tokens = [byte_ids[b] for b in piece]
+    return [token for _, token in merge_tokens([byte_ids[b] for b in piece], pairs)]
+
+
+def merge_tokens(
+    tokens: list[int], pairs: dict[tuple[int, int], tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The sequential merges from a token sequence: ``(index in tokens, final token)`` pairs.
+
+    A surviving token keeps the index of its leftmost part, so its first byte is known.
+    """
+    tokens = list(tokens)
     count = len(tokens)
     if count < 2:
-        return tokens
+        return list(enumerate(tokens))
     right = list(range(1, count + 1))  # linked list over surviving tokens; count = end
     left = list(range(-1, count - 1))
     alive = [True] * count
@@ -250,4 +284,4 @@ def merge_serial(
             entry = pairs.get((tokens[left[k]], tokens[k]))
             if entry is not None:
                 heapq.heappush(heap, (entry[0], left[k], tokens[left[k]], tokens[k]))
-    return [tokens[k] for k in range(count) if alive[k]]
+    return [(k, tokens[k]) for k in range(count) if alive[k]]

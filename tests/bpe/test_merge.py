@@ -559,3 +559,19 @@ def test_long_pieces_finish_sequentially(monkeypatch: pytest.MonkeyPatch) -> Non
             text
         )
     assert calls, "the pass limit was never reached: the sequential continuation is untested"
+
+
+@settings(SETTINGS, max_examples=3 * MAX_EXAMPLES)
+@given(vocab=toy_vocabs(), data=st.data(), max_passes=st.integers(0, 3))
+def test_random_vocabulary_with_a_pass_limit_matches_tiktoken(
+    vocab: tuple[list[str], Ranks], data: st.DataObject, max_passes: int
+) -> None:
+    """Stopping the passes early (even right after a pass that went irregular) and finishing
+    with the heap still gives tiktoken's IDs, for vocabularies whose ranks go down."""
+    import tensortext.bpe.core as core
+
+    chars, ranks = vocab
+    texts = data.draw(st.lists(texts_over(chars, 40), min_size=1, max_size=5), label="texts")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core, "MAX_PASSES", max_passes)
+        assert_encodes_like_tiktoken(ranks, texts)

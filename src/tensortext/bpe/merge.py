@@ -11,6 +11,10 @@ Real vocabularies mostly obey this, but not always (Llama-3, for one), so every 
 piece: a new pair of lower rank, or one that the sequential order would have formed between two
 neighbouring merges, sends the piece to :func:`merge_serial`, the sequential algorithm itself.
 The result is therefore identical to tiktoken for every input, not only for friendly ones.
+
+A piece takes one pass per distinct rank it merges: a few for words, thousands for a long run of
+random CJK. With ``max_passes``, the pieces still merging then are handed over, as they are, to
+the sequential heap (:func:`merge_tokens`), which is ``O(n log n)`` per piece.
 """
 
 from __future__ import annotations
@@ -191,15 +195,10 @@ def merge_pieces(
     position = starts[owner] + torch.arange(total, device=device) - first  # [T] byte offsets
     tokens = tables.byte_ids[data[position].long()]
     last_rank = torch.full((num_pieces,), -1, dtype=torch.int64, device=device)
+    if max_passes is not None and unfinished is None:
+        raise ValueError("merge_pieces: max_passes needs an `unfinished` mask to report to")
     passes = 0
     while tokens.numel():
-        if max_passes is not None and passes == max_passes:
-            if unfinished is None:
-                raise ValueError("merge_pieces: max_passes needs an `unfinished` mask")
-            unfinished[owner] = True
-            out[position] = tokens
-            break
-        passes += 1
         count = tokens.numel()
         index = torch.arange(count - 1, device=device)
         same_piece = owner[1:] == owner[:-1]  # [T - 1]
@@ -210,6 +209,14 @@ def merge_pieces(
         # A piece whose lowest rank went *down* formed a pair the sequential order would have
         # merged earlier: redo it serially.
         irregular |= (piece_min < last_rank) & (piece_min != NO_RANK)
+        if passes == max_passes and unfinished is not None:
+            # Stop here, after the check of the last pass: the tokens of every regular piece
+            # are a state of the sequential order, and the heap goes on from it.
+            regular = ~irregular[owner]
+            unfinished[owner[regular & (piece_min != NO_RANK)[owner]]] = True
+            out[position[regular]] = tokens[regular]
+            break
+        passes += 1
         chosen = (rank == piece_min[owner[:-1]]) & (rank != NO_RANK)
         # In a run of overlapping chosen pairs, merge the ones at even offsets.
         run_start = chosen & ~torch.cat([chosen.new_zeros(1), chosen[:-1]])

@@ -397,6 +397,9 @@ def test_bad_inputs() -> None:
         enc.encode("x", disallowed_special="<|endoftext|>")
     with pytest.raises(ValueError):
         enc.encode("x", pretokenize="words")  # type: ignore[arg-type]
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            enc.encode_batch(["x"], device="cuda")
 
 
 def test_merge_backend_argument(monkeypatch: pytest.MonkeyPatch) -> None:

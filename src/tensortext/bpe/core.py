@@ -220,6 +220,10 @@ class Encoding:
         if pretokenize not in ("regex", "bytes"):
             raise ValueError(f"pretokenize must be 'regex' or 'bytes', got {pretokenize!r}")
         target = torch.device(device) if device is not None else torch.device("cpu")
+        if target.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(
+                f"device={str(target)!r}, but CUDA is not available; pass device='cpu'"
+            )
         allowed = self._allowed(allowed_special)
         self._check_disallowed(texts, allowed, disallowed_special)
         texts = _without_surrogates(texts)

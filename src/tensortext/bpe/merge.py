@@ -84,6 +84,16 @@ def hash_powers(max_len: int) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.int64)
 
 
+def _expand(lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For ragged spans of ``lens [P]`` elements: each element's span and offset in it (``[T]``)."""
+    total = int(lens.sum()) if lens.numel() else 0  # host sync: the output's size
+    owner = torch.repeat_interleave(
+        torch.arange(lens.numel(), device=lens.device), lens, output_size=total
+    )
+    first = torch.repeat_interleave(torch.cumsum(lens, 0) - lens, lens, output_size=total)
+    return owner, torch.arange(total, device=lens.device) - first
+
+
 def piece_keys(
     data: torch.Tensor, starts: torch.Tensor, lens: torch.Tensor, powers: torch.Tensor
 ) -> torch.Tensor:
@@ -98,11 +108,7 @@ def piece_keys(
         ``[P]`` int64 keys; equal bytes give equal keys (unequal bytes almost never do, and
         callers that need certainty compare the bytes).
     """
-    total = int(lens.sum()) if lens.numel() else 0
-    owner = torch.repeat_interleave(torch.arange(lens.numel(), device=data.device), lens)
-    offset_in_piece = torch.arange(total, device=data.device) - torch.repeat_interleave(
-        torch.cumsum(lens, 0) - lens, lens, output_size=total
-    )
+    owner, offset_in_piece = _expand(lens)
     values = data[starts[owner] + offset_in_piece].long() + 1
     key = torch.zeros(lens.numel(), dtype=torch.int64, device=data.device)
     for which, prime in enumerate(_PRIMES):
@@ -130,12 +136,7 @@ def lookup_pieces(
     token_len = tables.token_offsets[token + 1] - tables.token_offsets[token]
     match = candidate & (tables.piece_keys[slot] == keys) & (token_len == lens)
     # Byte-by-byte confirmation over the matched pieces.
-    check_lens = torch.where(match, lens, 0)
-    total = int(check_lens.sum())
-    owner = torch.repeat_interleave(torch.arange(lens.numel(), device=data.device), check_lens)
-    offset = torch.arange(total, device=data.device) - torch.repeat_interleave(
-        torch.cumsum(check_lens, 0) - check_lens, check_lens, output_size=total
-    )
+    owner, offset = _expand(torch.where(match, lens, 0))
     same = (
         data[starts[owner] + offset]
         == tables.token_bytes[tables.token_offsets[token[owner]] + offset]
@@ -184,19 +185,17 @@ def merge_pieces(
         ``[P]`` bool: pieces whose merge order could differ from the sequential one; they are
         not written and must go through :func:`merge_serial`.
     """
+    if max_passes is not None and unfinished is None:
+        raise ValueError("merge_pieces: max_passes needs an `unfinished` mask to report to")
     device = data.device
     num_pieces = starts.numel()
     irregular = torch.zeros(num_pieces, dtype=torch.bool, device=device)
-    total = int(lens.sum()) if num_pieces else 0
-    if total == 0:
+    owner, offset = _expand(lens)  # [T]
+    if owner.numel() == 0:
         return irregular
-    owner = torch.repeat_interleave(torch.arange(num_pieces, device=device), lens)  # [T]
-    first = torch.repeat_interleave(torch.cumsum(lens, 0) - lens, lens, output_size=total)
-    position = starts[owner] + torch.arange(total, device=device) - first  # [T] byte offsets
+    position = starts[owner] + offset  # [T] byte offsets
     tokens = tables.byte_ids[data[position].long()]
     last_rank = torch.full((num_pieces,), -1, dtype=torch.int64, device=device)
-    if max_passes is not None and unfinished is None:
-        raise ValueError("merge_pieces: max_passes needs an `unfinished` mask to report to")
     passes = 0
     while tokens.numel():
         count = tokens.numel()

@@ -183,16 +183,21 @@ class _Text:
         }
         if not ignore_case:
             fold = {char: char for char in fold}
-        one_ahead = self.shift(self.cp, fill=-1)
-        two_ahead = self.shift(one_ahead, fill=-1)
-        quote = self.cp == ord("'")
-        one = quote & self.in_set(one_ahead, fold["s"] + fold["t"] + fold["d"] + fold["m"])
-        two = quote & (
+        # Only apostrophes can start one: look at the (few) of them, not at every position.
+        quotes = (self.cp == ord("'")).nonzero().squeeze(1)
+        end = self.seg_end[quotes]
+        last = max(self.n - 1, 0)
+        one_ahead = torch.where(quotes + 1 < end, self.cp[(quotes + 1).clamp(max=last)], -1)
+        two_ahead = torch.where(quotes + 2 < end, self.cp[(quotes + 2).clamp(max=last)], -1)
+        one = self.in_set(one_ahead, fold["s"] + fold["t"] + fold["d"] + fold["m"])
+        two = (
             (self.in_set(one_ahead, fold["l"]) & self.in_set(two_ahead, fold["l"]))
             | (self.in_set(one_ahead, fold["v"]) & self.in_set(two_ahead, fold["e"]))
             | (self.in_set(one_ahead, fold["r"]) & self.in_set(two_ahead, fold["e"]))
         )
-        return torch.where(one, 2, torch.where(two, 3, 0))
+        lengths = torch.zeros_like(self.cp)
+        lengths[quotes] = torch.where(one, 2, torch.where(two, 3, 0)).to(lengths.dtype)
+        return lengths
 
 
 class _Alternatives:

@@ -53,6 +53,7 @@ from reference import tiktoken_reference  # noqa: E402
 
 from tensortext.bpe import get_encoding  # noqa: E402
 from tensortext.bpe.registry import _SPECS, vocabulary_file  # noqa: E402
+from tensortext.ragged import unpad  # noqa: E402
 
 CORES = os.cpu_count() or 1
 MULTILINGUAL = ROOT / "src" / "tensortext" / "data" / "demo" / "multilingual.txt"
@@ -158,8 +159,7 @@ def baselines(
 def as_lists(value: Any) -> list[list[int]]:
     if isinstance(value, tuple) and len(value) == 2 and hasattr(value[0], "dtype"):
         if isinstance(value[0], torch.Tensor):  # ours: (ids [B, L], lengths [B])
-            ids, lengths = value
-            return [row[:n] for row, n in zip(ids.tolist(), lengths.tolist(), strict=True)]
+            return unpad(*value)
         flat, offsets = value  # quicktok: flat tokens + offsets
         flat, offsets = flat.tolist(), list(offsets)
         return [flat[a:b] for a, b in itertools.pairwise(offsets)]

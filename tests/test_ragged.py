@@ -1,6 +1,6 @@
 import torch
 
-from tensortext.ragged import pad_ragged, pad_ragged_refs
+from tensortext.ragged import pad_ragged, pad_ragged_refs, unpad
 
 
 def test_pad_ragged():
@@ -21,3 +21,9 @@ def test_pad_ragged_refs_variable_slots():
     assert lengths.tolist() == [[2, 0], [1, 3]]
     assert ids[1, 1].tolist() == [4, 5, 6]
     assert ids.dtype == lengths.dtype == torch.long
+
+
+def test_unpad_inverts_pad_ragged():
+    rows = [[1, 2, 3], [], [4]]
+    assert unpad(*pad_ragged(rows)) == rows
+    assert unpad(*pad_ragged([])) == []

@@ -20,7 +20,7 @@ from tensortext.bleu import (
     bleu_stats,
     make_config,
 )
-from tensortext.ragged import pad_ragged, pad_ragged_refs
+from tensortext.ragged import pad_ragged, pad_ragged_refs, unpad
 
 __all__ = ["main"]
 
@@ -198,8 +198,7 @@ def _load_encoding(spec: str) -> Any:
 
 
 def _encode_lines(encoding: Any, lines: list[str], device: str) -> list[list[int]]:
-    ids, lengths = encoding.encode_batch(lines, device=device, disallowed_special=())
-    return [row[:length] for row, length in zip(ids.tolist(), lengths.tolist(), strict=True)]
+    return unpad(*encoding.encode_batch(lines, device=device, disallowed_special=()))
 
 
 def read_text_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
@@ -235,11 +234,12 @@ def run_tokenize(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None 
                     pretokenize=args.pretokenize,
                 )
             except ValueError as error:
-                raise CliError(
-                    str(error).split(". ")[0] + "; pass --allowed-special or --ordinary"
-                ) from None
-            for row, length in zip(ids.tolist(), lengths.tolist(), strict=True):
-                out.write(" ".join(map(str, row[:length])) + "\n")
+                message = str(error)
+                if "disallowed" in message:  # the API's hint names keywords, not flags
+                    message = message.split(". ")[0] + "; pass --allowed-special or --ordinary"
+                raise CliError(message) from None
+            for row in unpad(ids, lengths):
+                out.write(" ".join(map(str, row)) + "\n")
     finally:
         if out is not stdout:
             out.close()

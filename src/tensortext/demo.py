@@ -11,7 +11,7 @@ from typing import Any, TextIO
 import torch
 
 from tensortext.bleu import corpus_bleu, sentence_bleu
-from tensortext.ragged import pad_ragged, pad_ragged_refs
+from tensortext.ragged import pad_ragged, pad_ragged_refs, unpad
 
 __all__ = ["demo", "demo_lmbr", "demo_tokenize", "demo_translation", "weaker_system_lmbr"]
 
@@ -235,9 +235,8 @@ def demo_tokenize(*, device: str | None = None, out: TextIO) -> None:
         if target.type == "cuda":
             torch.cuda.synchronize(target)
         seconds = time.perf_counter() - start
-        rows = [row[:n] for row, n in zip(ids.tolist(), lengths.tolist(), strict=True)]
-        byte_ids, byte_lengths = encoding.encode_batch(texts, device=target, pretokenize="bytes")
-        byte_rows = [r[:n] for r, n in zip(byte_ids.tolist(), byte_lengths.tolist(), strict=True)]
+        rows = unpad(ids, lengths)
+        byte_rows = unpad(*encoding.encode_batch(texts, device=target, pretokenize="bytes"))
         differ = sum(a != b for a, b in zip(rows, byte_rows, strict=True))
         check = _tiktoken_agreement(name, texts, rows)
         out.write(

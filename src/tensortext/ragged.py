@@ -1,4 +1,4 @@
-"""Ragged Python lists of token IDs to padded tensors with lengths (input marshalling only)."""
+"""Ragged Python lists of token IDs to padded tensors with lengths, and back (marshalling only)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-__all__ = ["pad_ragged", "pad_ragged_refs"]
+__all__ = ["pad_ragged", "pad_ragged_refs", "unpad"]
 
 
 def pad_ragged(
@@ -50,3 +50,8 @@ def pad_ragged_refs(
     ]
     ids, lengths = pad_ragged(flat_refs, device=device)
     return ids.view(len(references), slots, -1), lengths.view(len(references), slots)
+
+
+def unpad(ids: Tensor, lengths: Tensor) -> list[list[int]]:
+    """The inverse of :func:`pad_ragged`: ``ids [B, L]`` cut at ``lengths [B]``, as lists."""
+    return [row[:n] for row, n in zip(ids.tolist(), lengths.tolist(), strict=True)]

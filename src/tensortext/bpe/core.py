@@ -14,6 +14,7 @@ import torch
 
 from tensortext.bpe.merge import (
     MergeTables,
+    expand_spans,
     lookup_pieces,
     merge_pieces,
     merge_serial,
@@ -224,9 +225,6 @@ class Encoding:
             raise ValueError(
                 f"device={str(target)!r}, but CUDA is not available; pass device='cpu'"
             )
-        allowed = self._allowed(allowed_special)
-        self._check_disallowed(texts, allowed, disallowed_special)
-        texts = _without_surrogates(texts)
         if merge_backend not in ("auto", "torch", "triton"):
             raise ValueError(
                 f"merge_backend must be 'auto', 'torch' or 'triton', got {merge_backend!r}"
@@ -236,6 +234,9 @@ class Encoding:
                 f"merge_backend='triton' needs the triton package and a CUDA device (or "
                 f"TRITON_INTERPRET=1); got device {target}. Use merge_backend='auto'"
             )
+        allowed = self._allowed(allowed_special)
+        self._check_disallowed(texts, allowed, disallowed_special)
+        texts = _without_surrogates(texts)
         return self._encode(texts, allowed, target, pretokenize, pad_id, merge_backend)
 
     def _allowed(self, allowed_special: Literal["all"] | AbstractSet[str]) -> frozenset[str]:
@@ -407,17 +408,8 @@ class Encoding:
         tables = self._vocab.tables(torch.device("cpu"))
         flat = flat.cpu()
         token_lens = tables.token_offsets[flat + 1] - tables.token_offsets[flat]
-        total = int(token_lens.sum())
-        starts = torch.repeat_interleave(
-            tables.token_offsets[flat] - (torch.cumsum(token_lens, 0) - token_lens),
-            token_lens,
-            output_size=total,
-        )
-        data = (
-            tables.token_bytes[starts + torch.arange(total)]
-            if total
-            else torch.zeros(0, dtype=torch.uint8)
-        )
+        token, offset = expand_spans(token_lens)
+        data = tables.token_bytes[tables.token_offsets[flat][token] + offset]
         row_bytes = torch.zeros(ids.shape[0], dtype=torch.int64).index_add_(
             0, valid.nonzero()[:, 0].cpu(), token_lens
         )

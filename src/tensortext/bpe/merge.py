@@ -27,6 +27,7 @@ import torch
 
 __all__ = [
     "MergeTables",
+    "expand_spans",
     "lookup_pieces",
     "merge_pieces",
     "merge_serial",
@@ -84,7 +85,7 @@ def hash_powers(max_len: int) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.int64)
 
 
-def _expand(lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def expand_spans(lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """For ragged spans of ``lens [P]`` elements: each element's span and offset in it (``[T]``)."""
     total = int(lens.sum()) if lens.numel() else 0  # host sync: the output's size
     owner = torch.repeat_interleave(
@@ -108,7 +109,7 @@ def piece_keys(
         ``[P]`` int64 keys; equal bytes give equal keys (unequal bytes almost never do, and
         callers that need certainty compare the bytes).
     """
-    owner, offset_in_piece = _expand(lens)
+    owner, offset_in_piece = expand_spans(lens)
     values = data[starts[owner] + offset_in_piece].long() + 1
     key = torch.zeros(lens.numel(), dtype=torch.int64, device=data.device)
     for which, prime in enumerate(_PRIMES):
@@ -136,7 +137,7 @@ def lookup_pieces(
     token_len = tables.token_offsets[token + 1] - tables.token_offsets[token]
     match = candidate & (tables.piece_keys[slot] == keys) & (token_len == lens)
     # Byte-by-byte confirmation over the matched pieces.
-    owner, offset = _expand(torch.where(match, lens, 0))
+    owner, offset = expand_spans(torch.where(match, lens, 0))
     same = (
         data[starts[owner] + offset]
         == tables.token_bytes[tables.token_offsets[token[owner]] + offset]
@@ -190,7 +191,7 @@ def merge_pieces(
     device = data.device
     num_pieces = starts.numel()
     irregular = torch.zeros(num_pieces, dtype=torch.bool, device=device)
-    owner, offset = _expand(lens)  # [T]
+    owner, offset = expand_spans(lens)  # [T]
     if owner.numel() == 0:
         return irregular
     position = starts[owner] + offset  # [T] byte offsets

@@ -371,9 +371,9 @@ def piece_starts(
     text = _Text(codepoints, segment_lens.to(codepoints.device, torch.int64))
     if text.n == 0:
         return torch.zeros(0, dtype=torch.bool, device=codepoints.device)
-    ends = piece_ends(text, kind)
-    if kind == "bytes":
+    if kind == "bytes":  # one piece per segment
         return text.first
+    ends = piece_ends(text, kind)
     # Pointer doubling: after round k, `starts` holds every start within 2**k pieces of an
     # anchor; a round that adds nothing means no chain is longer (chains are contiguous).
     jump = torch.cat([ends, ends.new_tensor([text.n])])  # [n + 1], n is a sink

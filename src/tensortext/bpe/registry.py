@@ -9,7 +9,6 @@ from typing import Any
 
 from tensortext.bpe.core import Encoding
 from tensortext.bpe.pretokenize import CL100K_PATTERN, O200K_PATTERN
-from tensortext.bpe.vocab import read_tiktoken_file
 
 __all__ = ["get_encoding", "list_encoding_names", "load_encoding"]
 
@@ -76,12 +75,13 @@ def load_encoding(spec: str) -> Encoding:
 
 
 def tiktoken_encoding(name: str, tiktoken: Any) -> Any:
-    """tiktoken's own ``Encoding`` for ``name``, built from the same (offline) files.
+    """tiktoken's own ``Encoding`` for ``name``, on the ranks :func:`get_encoding` loaded.
 
-    ``tiktoken.get_encoding`` would download them; the demo, tests and benchmarks use this.
+    ``tiktoken.get_encoding`` would download them; the demo compares with this. (The tests and
+    benchmarks build theirs independently, in ``tests/reference.py``.)
     """
-    expected_hash, pat_str, special_tokens = _SPECS[name]
-    ranks = read_tiktoken_file(vocabulary_file(name), expected_hash=expected_hash)
+    _, pat_str, special_tokens = _SPECS[name]
+    ranks = get_encoding(name)._vocab.mergeable
     return tiktoken.Encoding(
         name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens
     )

@@ -107,12 +107,7 @@ class Vocab:
     ) -> Vocab:
         """A tiktoken vocabulary: rank = token ID; ``(a, b)`` merges if ``a + b`` is a token."""
         kind = pattern_kind(pat_str)
-        missing = [b for b in range(256) if bytes([b]) not in mergeable_ranks]
-        if missing:
-            raise ValueError(
-                f"{name}: mergeable_ranks lacks single-byte tokens for {len(missing)} bytes "
-                f"(first: {missing[0]:#04x}); byte-level BPE needs all 256"
-            )
+        _require_every_byte(mergeable_ranks, f"{name}: mergeable_ranks")
         size = max([*mergeable_ranks.values(), *special_tokens.values()]) + 1
         if explicit_n_vocab is not None and explicit_n_vocab != size:
             raise ValueError(f"{name}: explicit_n_vocab={explicit_n_vocab} but the IDs need {size}")
@@ -131,6 +126,16 @@ class Vocab:
                 if left is not None and right is not None:
                     pairs[(left, right)] = (rank, rank)
         return cls(name, kind, tokens, dict(mergeable_ranks), pairs, dict(special_tokens))
+
+
+def _require_every_byte(mergeable: dict[bytes, int], what: str) -> None:
+    """Byte-level BPE starts from single bytes: all 256 must be tokens."""
+    missing = [b for b in range(256) if bytes([b]) not in mergeable]
+    if missing:
+        raise ValueError(
+            f"{what} lacks single-byte tokens for {len(missing)} bytes "
+            f"(first: {missing[0]:#04x}); byte-level BPE needs all 256"
+        )
 
 
 def sha256_of(data: bytes) -> str:
@@ -306,9 +311,7 @@ def read_hf_json(path: str | Path) -> Vocab:
         special[added["content"]] = added["id"]
         if tokens[added["id"]] is None:
             tokens[added["id"]] = added["content"].encode("utf-8")
-    missing = [b for b in range(256) if bytes([b]) not in mergeable]
-    if missing:
-        raise ValueError(f"{path}: the vocabulary lacks {len(missing)} single-byte tokens")
+    _require_every_byte(mergeable, f"{path}: the vocabulary")
     return Vocab(
         name=path.stem,
         kind=kind,

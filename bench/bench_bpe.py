@@ -117,12 +117,12 @@ def hf_tokenizer(name: str) -> Any:
 def baselines(
     name: str, skip: set[str]
 ) -> tuple[dict[str, Callable[[list[str]], list[list[int]]]], dict[str, str]]:
-    """Encoders ``texts -> list of ID lists`` (the call we time), and the ones unavailable."""
+    """Encoders ``texts -> IDs`` (the call we time; :func:`as_lists` reads what they return),
+    and the baselines that are unavailable, with why."""
     fns: dict[str, Callable[[list[str]], list[list[int]]]] = {}
     missing: dict[str, str] = {}
     ref = tiktoken_reference(name)
     fns["tiktoken"] = lambda texts: ref.encode_ordinary_batch(texts, num_threads=CORES)
-    loaders: dict[str, Callable[[], Callable[[list[str]], Any]]] = {}
 
     def load_hf() -> Callable[[list[str]], Any]:
         tok = hf_tokenizer(name)
@@ -137,15 +137,13 @@ def baselines(
     def load_quicktok() -> Callable[[list[str]], Any]:
         import quicktok
 
-        enc = quicktok.get_encoding(name)
+        return quicktok.get_encoding(name).encode_batch  # (flat tokens, offsets)
 
-        def encode(texts: list[str]) -> Any:
-            flat, offsets = enc.encode_batch(texts)
-            return flat, offsets
-
-        return encode
-
-    loaders = {"hf_tokenizers": load_hf, "bpe_openai": load_bpe_openai, "quicktok": load_quicktok}
+    loaders: dict[str, Callable[[], Callable[[list[str]], Any]]] = {
+        "hf_tokenizers": load_hf,
+        "bpe_openai": load_bpe_openai,
+        "quicktok": load_quicktok,
+    }
     for key, load in loaders.items():
         if key in skip:
             continue

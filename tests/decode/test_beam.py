@@ -367,7 +367,7 @@ def test_step_fn_returning_the_wrong_shape():
     def integer_step(tokens, state):
         return torch.zeros(tokens.shape[0], 5, dtype=torch.int64), state
 
-    with pytest.raises(ValueError, match="float"):
+    with pytest.raises(TypeError, match="float"):  # a wrong dtype is a TypeError
         beam_search(integer_step, None, batch_size=1, num_beams=2, eos_id=0,
                     start_ids=torch.tensor([1]), max_new_tokens=3)  # fmt: skip
 

@@ -1,34 +1,28 @@
 """Batched beam search over sentences x beams for any PyTorch model.
 
-* :func:`beam_search`: the decoder, given ``step_fn(tokens [B*K, t], state)``.
-* :func:`translate`: a corpus in length-sorted batches, results in input order.
-* :mod:`tensortext.decode.lmbr`: LMBR n-gram posteriors as a per-step bias, MBR reranking.
-* :mod:`tensortext.decode.hf`: ``generate(model, input_ids, ...)`` for ``transformers`` models.
-* :mod:`tensortext.decode.bundled`: the small trained translator shipped with the package.
+* :class:`Decoder`: the one model contract (``prepare``, ``step``, ``reorder``, EOS IDs).
+* :func:`beam_search`: the search itself, given ``step_fn(tokens [B*K, t], state)``.
+* :func:`translate`: a corpus in length-sorted batches with any :class:`Decoder`, results in
+  input order.
+* :mod:`tensortext.decode.hf`: ``HFDecoder`` and a drop-in ``generate`` for ``transformers``.
+
+LMBR scores for the search live in :mod:`tensortext.lmbr`; the bundled model in
+:mod:`tensortext.models.bundled`.
 """
 
-from tensortext.decode.beam import BeamOutput, beam_search, reorder_state
-from tensortext.decode.lmbr import (
-    LMBRBias,
-    LMBRLogitsProcessor,
-    NgramPosteriors,
-    lmbr_theta,
-    mbr_rerank,
-    ngram_posteriors,
-)
-from tensortext.decode.translate import Seq2SeqModel, length_batches, translate
+from tensortext.decode.beam import beam_search
+from tensortext.decode.decoder import Decoder, reorder_state
+from tensortext.decode.output import BeamOutput
+from tensortext.decode.settings import EarlyStopping
+from tensortext.decode.translate import BiasFactory, length_batches, translate
 
 __all__ = [
     "BeamOutput",
-    "LMBRBias",
-    "LMBRLogitsProcessor",
-    "NgramPosteriors",
-    "Seq2SeqModel",
+    "BiasFactory",
+    "Decoder",
+    "EarlyStopping",
     "beam_search",
     "length_batches",
-    "lmbr_theta",
-    "mbr_rerank",
-    "ngram_posteriors",
     "reorder_state",
     "translate",
 ]

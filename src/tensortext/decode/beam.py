@@ -25,73 +25,32 @@ excluding ``start_ids`` (the same length ``transformers`` uses).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import torch
 from torch import Tensor
 
-__all__ = ["BeamOutput", "EarlyStopping", "beam_search", "reorder_state"]
+from tensortext._checks import check_same_device
+from tensortext.decode.decoder import reorder_state
+from tensortext.decode.output import BeamOutput
+from tensortext.decode.pool import HypothesisPool, expand_like, extend_candidates
+from tensortext.decode.settings import (
+    EarlyStopping,
+    check_settings,
+    check_start_ids,
+    check_vocab_fits,
+)
+from tensortext.padded import PAD_ID
+
+__all__ = ["BeamOutput", "EarlyStopping", "beam_search", "check_settings"]
 
 State = TypeVar("State")
-EarlyStopping = bool | Literal["never"]
 StepFn = Callable[[Tensor, State], tuple[Tensor, State]]
 ReorderFn = Callable[[State, Tensor], State]
 LogitsProcessor = Callable[[Tensor, Tensor], Tensor]
 ScoreBias = Callable[[Tensor], Tensor]
-
-
-@dataclass(frozen=True)
-class BeamOutput:
-    """Result of :func:`beam_search`, best hypothesis first.
-
-    Attributes:
-        sequences: ``[B, R, T]`` int64 generated tokens (EOS included, ``start_ids`` excluded),
-            padded with ``pad_id`` after ``lengths``; ``T`` is the longest returned hypothesis.
-        lengths: ``[B, R]`` int64 number of generated tokens, EOS included.
-        scores: ``[B, R]`` float32 ``sum of log-probs / lengths ** length_penalty``; ``-inf`` (and
-            length 0) marks a slot with no hypothesis, when fewer than ``R`` hypotheses have a
-            finite score (pruning, masking, or forced tokens leaving fewer paths than ``R``).
-        token_scores: ``[B, R, T]`` float32 processed log-probability of each generated token
-            (0 after ``lengths``), or ``None`` unless ``output_token_scores=True``.
-    """
-
-    sequences: Tensor
-    lengths: Tensor
-    scores: Tensor
-    token_scores: Tensor | None = None
-
-
-def reorder_state(state: Any, beam_idx: Tensor) -> Any:
-    """Default reorder: ``state.reorder(beam_idx)`` or ``index_select`` on dim 0 of every tensor.
-
-    Args:
-        state: ``None``, an object with a ``reorder(beam_idx)`` method, a tensor with leading
-            dimension ``B*K``, or a (nested) tuple, list or dict of those.
-        beam_idx: ``[B*K]`` int64; row ``r`` of the new state is row ``beam_idx[r]`` of the old.
-
-    Returns:
-        The reordered state (a new object; tensors are not modified in place).
-    """
-    if state is None:
-        return None
-    if isinstance(state, Tensor):
-        return state.index_select(0, beam_idx)
-    reorder = getattr(state, "reorder", None)
-    if callable(reorder):
-        return reorder(beam_idx)
-    if isinstance(state, tuple) and hasattr(state, "_fields"):  # NamedTuple
-        return type(state)(*(reorder_state(item, beam_idx) for item in state))
-    if isinstance(state, (tuple, list)):
-        return type(state)(reorder_state(item, beam_idx) for item in state)
-    if isinstance(state, Mapping):
-        return {key: reorder_state(value, beam_idx) for key, value in state.items()}
-    raise TypeError(
-        f"beam_search cannot reorder a state of type {type(state).__name__}; pass reorder=fn "
-        "(fn(state, beam_idx) -> state), give the state a reorder(beam_idx) method, or use "
-        "tensors / tuples / dicts of tensors with the B*K rows on dim 0"
-    )
 
 
 def beam_search(
@@ -144,9 +103,11 @@ def beam_search(
             before selection (e.g. :class:`~tensortext.decode.lmbr.LMBRBias`).
         logits_processor: ``processor(tokens [B*K, t], log_probs [B*K, V]) -> [B*K, V]``, applied
             before ``score_bias``; a ``transformers.LogitsProcessorList`` works as is.
-        reorder: ``reorder(state, beam_idx [B*K]) -> state``; default :func:`reorder_state`.
+        reorder: ``reorder(state, beam_idx [B*K]) -> state``; default
+            :func:`~tensortext.decode.decoder.reorder_state`.
             ``beam_idx`` never crosses sentences: row ``r`` comes from a row of sentence ``r // K``.
-        pad_id: Fills ``sequences`` after each hypothesis ends; default the first ``eos_id``.
+        pad_id: Fills ``sequences`` after each hypothesis ends; default
+            :data:`~tensortext.padded.PAD_ID` (-1), the package's padding convention.
         vocab_size: ``V``, if known, to validate ``eos_id`` and ``num_beams`` before the first
             model call; otherwise they are checked against the first ``log_probs``.
         output_token_scores: Also return per-token scores.
@@ -155,8 +116,9 @@ def beam_search(
         :class:`BeamOutput` with ``sequences [B, R, T]``, ``lengths [B, R]``, ``scores [B, R]``.
 
     Raises:
-        ValueError: A setting out of range, ``start_ids`` of the wrong shape or dtype,
-            ``num_beams > V``, or ``step_fn`` returning log-probs of the wrong shape.
+        TypeError: A setting or ``start_ids`` of the wrong type or dtype.
+        ValueError: A setting out of range, ``start_ids`` of the wrong shape, ``num_beams > V``,
+            or ``step_fn`` returning log-probs of the wrong shape or device.
 
     Matches ``model.generate(num_beams=K, do_sample=False, length_penalty=...,
     early_stopping=..., num_return_sequences=R)`` of ``transformers`` with ``finished="refill"``.
@@ -171,6 +133,9 @@ def beam_search(
         ...                   start_ids=torch.tensor([2]), max_new_tokens=4)
         >>> out.sequences.tolist(), out.lengths.tolist()
         ([[[1, 0]]], [[2]])
+        >>> best = out.without_eos(0)  # the best hypotheses without EOS, ready for BLEU
+        >>> best.ids.tolist(), best.lengths.tolist()
+        ([[1, -1]], [1])
     """
     eos_ids = check_settings(
         batch_size=batch_size,
@@ -186,421 +151,323 @@ def beam_search(
         pad_id=pad_id,
         vocab_size=vocab_size,
     )
-    start_ids = _check_start_ids(start_ids, batch_size)
+    spec = _SearchSpec.create(
+        check_start_ids(start_ids, batch_size), num_beams, eos_ids, max_new_tokens,
+        min_new_tokens, length_penalty, early_stopping, finished, prune_threshold, pad_id,
+        output_token_scores,
+    )  # fmt: skip
     reorder_fn: Callable[[Any, Tensor], Any] = reorder if reorder is not None else reorder_state
-    device = start_ids.device
-    B, K, P = batch_size, num_beams, start_ids.shape[1]
-    fill_id = eos_ids[0] if pad_id is None else pad_id
-    eos_tensor = torch.tensor(eos_ids, dtype=torch.int64, device=device)
-    refill = finished == "refill"
-    # Refill keeps enough candidates that K non-EOS ones survive even if every EOS ID ranks high.
-    num_candidates = max(2, 1 + len(eos_ids)) * K if refill else K
-    log_prune = math.log(prune_threshold) if prune_threshold else None
-
-    # Live beams: whole token rows (prompt included) and accumulated scores.  Only beam 0 of a
-    # sentence starts alive, so the first step expands one hypothesis, not K copies of it.
-    running_tokens = torch.full(
-        (B, K, P + max_new_tokens), fill_id, dtype=torch.int64, device=device
-    )
-    running_tokens[:, :, :P] = start_ids[:, None, :]
-    running_scores = torch.full((B, K), -math.inf, dtype=torch.float32, device=device)
-    running_scores[:, 0] = 0.0
-    running_token_scores = (
-        torch.zeros((B, K, max_new_tokens), dtype=torch.float32, device=device)
-        if output_token_scores
-        else None
-    )
-
-    def new_pool() -> _Pool:
-        width = P + max_new_tokens
-        return _Pool.empty(B, K, width, max_new_tokens, fill_id, output_token_scores, device)
-
-    # The pool of the K best finished hypotheses per sentence, sorted best first; -inf is empty.
-    pool = new_pool()
+    beams = spec.initial_beams(start_ids)
+    pool = spec.new_pool()
     # Mask mode only: EOS candidates that fell out of the beam (note 5) and the beams cut off at
     # max_new_tokens, used in that order when too few EOS hypotheses survived.
-    fallbacks = None if refill else (new_pool(), new_pool())
-    done = torch.zeros(B, dtype=torch.bool, device=device)
-    sentence_offsets = torch.arange(B, device=device)[:, None] * K  # [B, 1]
-
+    fallbacks = None if spec.refill else (spec.new_pool(), spec.new_pool())
+    done = torch.zeros(spec.B, dtype=torch.bool, device=spec.device)
     for step in range(max_new_tokens):
-        cur_len = P + step
         last_step = step + 1 == max_new_tokens
-        tokens = running_tokens[:, :, :cur_len].reshape(B * K, cur_len)
+        tokens = beams.tokens[:, :, : spec.P + step].reshape(spec.B * spec.K, spec.P + step)
         log_probs, state = step_fn(tokens, state)
-        V = _check_log_probs(log_probs, B * K, K, eos_ids, device)
-        log_probs = log_probs.float()
-        if step < min_new_tokens:
-            log_probs = log_probs.index_fill(1, eos_tensor, -math.inf)
-        if logits_processor is not None:
-            log_probs = logits_processor(tokens, log_probs)
-        if score_bias is not None:
-            log_probs = log_probs + score_bias(tokens)
-
-        step_log_probs = log_probs.reshape(B, K * V)
-        candidates = (step_log_probs.view(B, K, V) + running_scores[:, :, None]).view(B, K * V)
-        if log_prune is not None:
-            best = candidates.max(dim=1, keepdim=True).values
-            candidates = candidates.masked_fill(candidates < best + log_prune, -math.inf)
-        cand_scores, cand_flat = candidates.topk(num_candidates, dim=1)  # [B, C], best first
-        cand_beam = cand_flat // V
-        cand_is_eos = torch.isin(cand_flat % V, eos_tensor)
-        cand_ends = cand_is_eos | last_step
-        # Mask mode: only EOS hypotheses are finished; beams cut off at the limit are a last resort.
-        cand_finishes = cand_ends if refill else cand_is_eos
-        cand_tokens, cand_token_scores = _extend(
-            running_tokens, running_token_scores, step_log_probs, cand_flat, cur_len, step
+        log_probs = _processed_log_probs(
+            log_probs, tokens, step, spec, logits_processor, score_bias
         )
-
-        # Finished pool: only the top K candidates may finish (the rest exist to refill the beam),
-        # and nothing is added once a sentence is done.
-        top_ends = cand_finishes[:, :K] & torch.isfinite(cand_scores[:, :K]) & ~done[:, None]
-        if early_stopping is True:
-            top_ends &= ~pool.full()[:, None]
-        normalized = cand_scores[:, :K] / float((step + 1) ** length_penalty)
-        pool.merge(
-            normalized.masked_fill(~top_ends, -math.inf),
-            cand_tokens[:, :K],
-            torch.full_like(cand_beam[:, :K], step + 1),
-            None if cand_token_scores is None else cand_token_scores[:, :K],
-        )
+        candidates = _top_candidates(log_probs, beams, spec, step, last_step)
+        _update_finished(pool, candidates, spec, step, done)
         if fallbacks is not None:
-            _track_mask_mode_fallbacks(
-                *fallbacks, candidates, step_log_probs, running_tokens, running_token_scores,
-                cand_flat, eos_tensor, cur_len, step, last_step, length_penalty, done, V,
-            )  # fmt: skip
-
+            _track_mask_mode_fallbacks(fallbacks, candidates, beams, spec, step, last_step, done)
         if last_step:
             break
-
-        # New beams: the best K candidates that do not end here.  Ending candidates are pushed
-        # down by -1e9 and ranked with topk exactly as transformers does, so that even exact
-        # ties between candidates are broken the same way.
-        penalized = cand_scores + cand_ends.to(cand_scores.dtype) * -1.0e9
-        keep = penalized.topk(K, dim=1).indices  # [B, K]
-        parent = cand_beam.gather(1, keep)
-        running_scores = cand_scores.gather(1, keep).masked_fill(
-            cand_ends.gather(1, keep), -math.inf
-        )
-        running_tokens = cand_tokens.gather(1, _expand_like(keep, cand_tokens))
-        if cand_token_scores is not None:
-            running_token_scores = cand_token_scores.gather(
-                1, _expand_like(keep, cand_token_scores)
-            )
-        state = reorder_fn(state, (parent + sentence_offsets).view(B * K))
-
-        done |= _sentence_done(
-            running_scores, pool, early_stopping, length_penalty, step + 1, max_new_tokens
-        )
+        beams, parent = _next_beams(candidates, spec)
+        state = reorder_fn(state, (parent + spec.sentence_offsets).view(spec.B * spec.K))
+        done |= _sentence_done(beams.scores, pool, spec, step + 1)
         if bool(done.all()):  # the one host sync per step
             break
-
     if fallbacks is not None:
-        fallback, cut_off = fallbacks
-        pool = pool.backfilled(fallback).backfilled(cut_off)
-    return pool.output(num_return_sequences, P, fill_id)
+        pool = pool.backfilled(fallbacks[0]).backfilled(fallbacks[1])
+    return _output(pool, num_return_sequences, spec)
 
 
-@dataclass
-class _Pool:
-    """The K best hypotheses per sentence, sorted by normalized score (best first)."""
+@dataclass(frozen=True)
+class _SearchSpec:
+    """The constants of one search, settled before the first step."""
 
-    scores: Tensor  # [B, K] float32, -inf = empty
-    tokens: Tensor  # [B, K, P + max_new_tokens] int64
-    lengths: Tensor  # [B, K] int64 generated tokens
-    token_scores: Tensor | None  # [B, K, max_new_tokens]
+    B: int
+    K: int
+    P: int  # prompt width: start_ids are [B, P]
+    device: torch.device
+    eos_ids: tuple[int, ...]  # the same on the host, for checks without a sync
+    eos: Tensor  # [E] int64
+    fill_id: int
+    refill: bool
+    num_candidates: int  # C: candidates kept per sentence and step
+    log_prune: float | None
+    max_new_tokens: int
+    min_new_tokens: int
+    length_penalty: float
+    early_stopping: EarlyStopping
+    with_token_scores: bool
+    sentence_offsets: Tensor  # [B, 1] first row of each sentence
 
     @classmethod
-    def empty(
+    def create(
         cls,
-        B: int,
-        K: int,
-        width: int,
+        start_ids: Tensor,
+        num_beams: int,
+        eos_ids: list[int],
         max_new_tokens: int,
-        fill_id: int,
+        min_new_tokens: int,
+        length_penalty: float,
+        early_stopping: EarlyStopping,
+        finished: str,
+        prune_threshold: float | None,
+        pad_id: int | None,
         with_token_scores: bool,
-        device: torch.device,
-    ) -> _Pool:
+    ) -> _SearchSpec:
+        device = start_ids.device
+        B, K = start_ids.shape[0], num_beams
+        refill = finished == "refill"
         return cls(
-            scores=torch.full((B, K), -math.inf, dtype=torch.float32, device=device),
-            tokens=torch.full((B, K, width), fill_id, dtype=torch.int64, device=device),
-            lengths=torch.zeros((B, K), dtype=torch.int64, device=device),
-            token_scores=(
-                torch.zeros((B, K, max_new_tokens), dtype=torch.float32, device=device)
-                if with_token_scores
-                else None
-            ),
+            B=B,
+            K=K,
+            P=start_ids.shape[1],
+            device=device,
+            eos_ids=tuple(eos_ids),
+            eos=torch.tensor(eos_ids, dtype=torch.int64, device=device),
+            fill_id=PAD_ID if pad_id is None else pad_id,
+            refill=refill,
+            # Refill keeps enough candidates that K non-EOS ones survive even if every EOS ID
+            # ranks high.
+            num_candidates=max(2, 1 + len(eos_ids)) * K if refill else K,
+            log_prune=math.log(prune_threshold) if prune_threshold else None,
+            max_new_tokens=max_new_tokens,
+            min_new_tokens=min_new_tokens,
+            length_penalty=float(length_penalty),
+            early_stopping=early_stopping,
+            with_token_scores=with_token_scores,
+            sentence_offsets=torch.arange(B, device=device)[:, None] * K,
         )
 
-    def full(self) -> Tensor:
-        """``[B]`` bool: every slot holds a hypothesis."""
-        return torch.isfinite(self.scores).all(dim=1)
-
-    def merge(
-        self, scores: Tensor, tokens: Tensor, lengths: Tensor, token_scores: Tensor | None
-    ) -> None:
-        """Keep the K best of the pool and the new ``[B, C]`` entries (``-inf`` = not offered).
-
-        On equal scores the entry already in the pool wins, then the better-ranked candidate.
-        """
-        K = self.scores.shape[1]
-        merged = torch.cat((self.scores, scores), dim=1)
-        order = torch.sort(merged, dim=1, descending=True, stable=True).indices[:, :K]
-        self.scores = merged.gather(1, order)
-        self.lengths = torch.cat((self.lengths, lengths), dim=1).gather(1, order)
-        all_tokens = torch.cat((self.tokens, tokens), dim=1)
-        self.tokens = all_tokens.gather(1, _expand_like(order, all_tokens))
-        if self.token_scores is not None and token_scores is not None:
-            all_token_scores = torch.cat((self.token_scores, token_scores), dim=1)
-            self.token_scores = all_token_scores.gather(1, _expand_like(order, all_token_scores))
-
-    def backfilled(self, other: _Pool) -> _Pool:
-        """This pool with its empty slots filled by ``other``'s best entries, in their order."""
-        K = self.scores.shape[1]
-        # Rank by tier (ours first), then by score: a stable sort on the tier of a score-sorted
-        # concatenation does it because both pools are already sorted.
-        scores = torch.cat((self.scores, other.scores), dim=1)
-        valid = torch.isfinite(scores)
-        tier = torch.cat(
-            (torch.zeros_like(self.lengths), torch.ones_like(other.lengths)), dim=1
-        ).masked_fill(~valid, 2)
-        order = torch.sort(tier, dim=1, stable=True).indices[:, :K]
-        tokens = torch.cat((self.tokens, other.tokens), dim=1)
+    def initial_beams(self, start_ids: Tensor) -> _Beams:
+        """Only beam 0 of a sentence starts alive, so the first step expands one hypothesis,
+        not K copies of it."""
+        width = self.P + self.max_new_tokens
+        tokens = torch.full((self.B, self.K, width), self.fill_id, dtype=torch.int64)
+        tokens = tokens.to(self.device)
+        tokens[:, :, : self.P] = start_ids.view(self.B, 1, self.P)
+        scores = torch.full((self.B, self.K), -math.inf, dtype=torch.float32, device=self.device)
+        scores[:, 0] = 0.0
         token_scores = None
-        if self.token_scores is not None and other.token_scores is not None:
-            all_token_scores = torch.cat((self.token_scores, other.token_scores), dim=1)
-            token_scores = all_token_scores.gather(1, _expand_like(order, all_token_scores))
-        return _Pool(
-            scores=scores.gather(1, order),
-            tokens=tokens.gather(1, _expand_like(order, tokens)),
-            lengths=torch.cat((self.lengths, other.lengths), dim=1).gather(1, order),
-            token_scores=token_scores,
+        if self.with_token_scores:
+            shape = (self.B, self.K, self.max_new_tokens)
+            token_scores = torch.zeros(shape, dtype=torch.float32, device=self.device)
+        return _Beams(tokens, scores, token_scores)
+
+    def new_pool(self) -> HypothesisPool:
+        """An empty pool of K finished hypotheses per sentence."""
+        return HypothesisPool.empty(
+            (self.B, self.K),
+            self.P + self.max_new_tokens,
+            self.max_new_tokens,
+            self.fill_id,
+            self.with_token_scores,
+            self.device,
         )
 
-    def output(self, num_return_sequences: int, prompt_len: int, fill_id: int) -> BeamOutput:
-        R = num_return_sequences
-        lengths = self.lengths[:, :R]
-        width = int(lengths.max()) if lengths.numel() else 0  # one sync, after the search
-        sequences = self.tokens[:, :R, prompt_len : prompt_len + width]
-        positions = torch.arange(width, device=sequences.device)
-        beyond = positions >= lengths[:, :, None]
-        token_scores = None
-        if self.token_scores is not None:
-            token_scores = self.token_scores[:, :R, :width].masked_fill(beyond, 0.0)
-        return BeamOutput(
-            sequences=sequences.masked_fill(beyond, fill_id),
-            lengths=lengths,
-            scores=self.scores[:, :R],
-            token_scores=token_scores,
-        )
+    def normalizer(self, generated: int) -> float:
+        """The length normalization of a hypothesis with ``generated`` tokens."""
+        return float(generated**self.length_penalty)
+
+
+@dataclass(frozen=True)
+class _Beams:
+    """The live beams: whole token rows (prompt included) and accumulated scores."""
+
+    tokens: Tensor  # [B, K, P + max_new_tokens]
+    scores: Tensor  # [B, K] float32, -inf = dead
+    token_scores: Tensor | None  # [B, K, max_new_tokens]
+
+
+@dataclass(frozen=True)
+class _Candidates:
+    """The best continuations of one step, best first."""
+
+    all_scores: Tensor  # [B, K*V] every continuation's score (pruned ones -inf)
+    step_log_probs: Tensor  # [B, K*V] this step's processed log-probs
+    scores: Tensor  # [B, C]
+    flat: Tensor  # [B, C] beam * V + token
+    ends: Tensor  # [B, C] bool: EOS, or the last step
+    finishes: Tensor  # [B, C] bool: goes to the finished pool if among the top K
+    tokens: Tensor  # [B, C, P + max_new_tokens]
+    token_scores: Tensor | None  # [B, C, max_new_tokens]
+
+
+def _processed_log_probs(
+    log_probs: Tensor,
+    tokens: Tensor,
+    step: int,
+    spec: _SearchSpec,
+    logits_processor: LogitsProcessor | None,
+    score_bias: ScoreBias | None,
+) -> Tensor:
+    """The model's ``[B*K, V]`` log-probs after min length, processors and the score bias."""
+    _check_log_probs(log_probs, spec)
+    log_probs = log_probs.float()
+    if step < spec.min_new_tokens:
+        log_probs = log_probs.index_fill(1, spec.eos, -math.inf)
+    if logits_processor is not None:
+        log_probs = logits_processor(tokens, log_probs)
+    if score_bias is not None:
+        log_probs = log_probs + score_bias(tokens)
+    return log_probs
+
+
+def _top_candidates(
+    log_probs: Tensor, beams: _Beams, spec: _SearchSpec, step: int, last_step: bool
+) -> _Candidates:
+    """The ``C`` best continuations of every sentence, with their token rows."""
+    B, K = spec.B, spec.K
+    V = log_probs.shape[1]
+    step_log_probs = log_probs.reshape(B, K * V)
+    all_scores = (step_log_probs.view(B, K, V) + beams.scores[:, :, None]).view(B, K * V)
+    if spec.log_prune is not None:
+        best = all_scores.max(dim=1, keepdim=True).values
+        all_scores = all_scores.masked_fill(all_scores < best + spec.log_prune, -math.inf)
+    scores, flat = all_scores.topk(spec.num_candidates, dim=1)  # [B, C], best first
+    is_eos = torch.isin(flat % V, spec.eos)
+    ends = is_eos | last_step
+    tokens, token_scores = extend_candidates(
+        beams.tokens, beams.token_scores, step_log_probs, flat, spec.P + step, step
+    )
+    return _Candidates(
+        all_scores=all_scores,
+        step_log_probs=step_log_probs,
+        scores=scores,
+        flat=flat,
+        ends=ends,
+        # Mask mode: only EOS hypotheses finish; beams cut off at the limit are a last resort.
+        finishes=ends if spec.refill else is_eos,
+        tokens=tokens,
+        token_scores=token_scores,
+    )
+
+
+def _update_finished(
+    pool: HypothesisPool, cand: _Candidates, spec: _SearchSpec, step: int, done: Tensor
+) -> None:
+    """Offer the finishing candidates among the top K to the pool.
+
+    Only the top K may finish (the rest exist to refill the beam), and nothing is added once a
+    sentence is done.
+    """
+    K = spec.K
+    top_ends = cand.finishes[:, :K] & torch.isfinite(cand.scores[:, :K]) & ~done[:, None]
+    if spec.early_stopping is True:
+        top_ends &= ~pool.full()[:, None]
+    normalized = cand.scores[:, :K] / spec.normalizer(step + 1)
+    pool.merge(
+        normalized.masked_fill(~top_ends, -math.inf),
+        cand.tokens[:, :K],
+        torch.full_like(cand.flat[:, :K], step + 1),
+        None if cand.token_scores is None else cand.token_scores[:, :K],
+    )
+
+
+def _next_beams(cand: _Candidates, spec: _SearchSpec) -> tuple[_Beams, Tensor]:
+    """The best K candidates that do not end here, and their parent beams ``[B, K]``.
+
+    Ending candidates are pushed down by -1e9 and ranked with ``topk`` exactly as transformers
+    does, so that even exact ties between candidates are broken the same way.
+    """
+    penalized = cand.scores + cand.ends.to(cand.scores.dtype) * -1.0e9
+    keep = penalized.topk(spec.K, dim=1).indices  # [B, K]
+    parent = (cand.flat // (cand.step_log_probs.shape[1] // spec.K)).gather(1, keep)
+    scores = cand.scores.gather(1, keep).masked_fill(cand.ends.gather(1, keep), -math.inf)
+    tokens = cand.tokens.gather(1, expand_like(keep, cand.tokens))
+    token_scores = None
+    if cand.token_scores is not None:
+        token_scores = cand.token_scores.gather(1, expand_like(keep, cand.token_scores))
+    return _Beams(tokens, scores, token_scores), parent
 
 
 def _track_mask_mode_fallbacks(
-    fallback: _Pool,
-    cut_off: _Pool,
-    candidates: Tensor,
-    step_log_probs: Tensor,
-    running_tokens: Tensor,
-    running_token_scores: Tensor | None,
-    cand_flat: Tensor,
-    eos_tensor: Tensor,
-    cur_len: int,
+    fallbacks: tuple[HypothesisPool, HypothesisPool],
+    cand: _Candidates,
+    beams: _Beams,
+    spec: _SearchSpec,
     step: int,
     last_step: bool,
-    length_penalty: float,
     done: Tensor,
-    V: int,
 ) -> None:
     """Mask mode: remember EOS candidates that missed the beam, and the beams cut off at the end."""
-    B, K = running_tokens.shape[:2]
-    norm = float((step + 1) ** length_penalty)
+    fallback, cut_off = fallbacks
+    B, K = spec.B, spec.K
+    V = cand.step_log_probs.shape[1] // K
+    norm = spec.normalizer(step + 1)
     # Every (beam, EOS) candidate: [B, K * E] flat indices into the K*V candidates.
-    eos_flat = (torch.arange(K, device=eos_tensor.device)[:, None] * V + eos_tensor).view(1, -1)
+    eos_flat = (torch.arange(K, device=spec.device)[:, None] * V + spec.eos).view(1, -1)
     eos_flat = eos_flat.expand(B, -1)
-    in_beam = (eos_flat[:, :, None] == cand_flat[:, None, :]).any(dim=2)
-    eos_scores = candidates.gather(1, eos_flat)
+    in_beam = (eos_flat[:, :, None] == cand.flat[:, None, :]).any(dim=2)
+    eos_scores = cand.all_scores.gather(1, eos_flat)
     eos_scores = eos_scores.masked_fill(in_beam | done[:, None], -math.inf) / norm
-    eos_tokens, eos_token_scores = _extend(
-        running_tokens, running_token_scores, step_log_probs, eos_flat, cur_len, step
+    eos_tokens, eos_token_scores = extend_candidates(
+        beams.tokens, beams.token_scores, cand.step_log_probs, eos_flat, spec.P + step, step
     )
-    lengths = torch.full_like(eos_flat, step + 1)
-    fallback.merge(eos_scores, eos_tokens, lengths, eos_token_scores)
+    fallback.merge(eos_scores, eos_tokens, torch.full_like(eos_flat, step + 1), eos_token_scores)
     if last_step:
         # Beams still alive at the limit that did not end in EOS (those are in the pool or above).
-        flat = candidates.gather(1, cand_flat)
-        is_eos = torch.isin(cand_flat % V, eos_tensor)
-        cut_scores = flat.masked_fill(is_eos | done[:, None], -math.inf) / norm
-        cut_tokens, cut_token_scores = _extend(
-            running_tokens, running_token_scores, step_log_probs, cand_flat, cur_len, step
-        )
-        cut_off.merge(
-            cut_scores, cut_tokens, torch.full_like(cand_flat, step + 1), cut_token_scores
-        )
-
-
-def _extend(
-    running_tokens: Tensor,
-    running_token_scores: Tensor | None,
-    step_log_probs: Tensor,
-    flat: Tensor,
-    cur_len: int,
-    step: int,
-) -> tuple[Tensor, Tensor | None]:
-    """Token rows (and per-token scores) of the candidates ``flat`` = ``beam * V + token``.
-
-    Args:
-        running_tokens: ``[B, K, W]`` the live beams' rows.
-        running_token_scores: ``[B, K, max_new_tokens]`` or ``None``.
-        step_log_probs: ``[B, K * V]`` this step's processed log-probs.
-        flat: ``[B, C]`` candidate indices into the ``K * V`` continuations of a sentence.
-
-    Returns:
-        ``[B, C, W]`` the parent's row with the new token at ``cur_len``, and ``[B, C, ...]``
-        scores with the new token's at ``step`` (or ``None``).
-    """
-    V = step_log_probs.shape[1] // running_tokens.shape[1]
-    parent = flat // V
-    tokens = running_tokens.gather(1, _expand_like(parent, running_tokens))
-    tokens[:, :, cur_len] = flat % V
-    if running_token_scores is None:
-        return tokens, None
-    token_scores = running_token_scores.gather(1, _expand_like(parent, running_token_scores))
-    token_scores[:, :, step] = step_log_probs.gather(1, flat)
-    return tokens, token_scores
+        is_eos = torch.isin(cand.flat % V, spec.eos)
+        cut_scores = cand.scores.masked_fill(is_eos | done[:, None], -math.inf) / norm
+        lengths = torch.full_like(cand.flat, step + 1)
+        cut_off.merge(cut_scores, cand.tokens, lengths, cand.token_scores)
 
 
 def _sentence_done(
-    running_scores: Tensor,
-    pool: _Pool,
-    early_stopping: EarlyStopping,
-    length_penalty: float,
-    generated: int,
-    max_new_tokens: int,
+    running_scores: Tensor, pool: HypothesisPool, spec: _SearchSpec, generated: int
 ) -> Tensor:
     """``[B]`` bool: nothing can change a sentence's finished pool any more."""
     no_live_beam = ~torch.isfinite(running_scores).any(dim=1)
     full = pool.full()
-    if early_stopping is True:
+    if spec.early_stopping is True:
         return full | no_live_beam
     # The best a live beam could still score: at its current length, or (for "never" with a
     # positive length penalty, where longer is better) at the length limit.
-    best_length = max_new_tokens if early_stopping == "never" and length_penalty > 0 else generated
-    best_possible = running_scores.max(dim=1).values / float(best_length**length_penalty)
+    never = spec.early_stopping == "never" and spec.length_penalty > 0
+    best_length = spec.max_new_tokens if never else generated
+    best_possible = running_scores.max(dim=1).values / spec.normalizer(best_length)
     worst_finished = pool.scores.min(dim=1).values
     return (full & (best_possible <= worst_finished)) | no_live_beam
 
 
-def _expand_like(index: Tensor, source: Tensor) -> Tensor:
-    """Broadcast a ``[B, C]`` beam index to gather ``[B, K, ...]`` rows of ``source``."""
-    return index.view(*index.shape, *([1] * (source.dim() - 2))).expand(
-        *index.shape, *source.shape[2:]
+def _output(pool: HypothesisPool, num_return_sequences: int, spec: _SearchSpec) -> BeamOutput:
+    """The ``R`` best of the pool, cut to the longest returned hypothesis."""
+    R = num_return_sequences
+    lengths = pool.lengths[:, :R]
+    width = int(lengths.max()) if lengths.numel() else 0  # one sync, after the search
+    sequences = pool.tokens[:, :R, spec.P : spec.P + width]
+    beyond = torch.arange(width, device=sequences.device) >= lengths[:, :, None]
+    token_scores = None
+    if pool.token_scores is not None:
+        token_scores = pool.token_scores[:, :R, :width].masked_fill(beyond, 0.0)
+    return BeamOutput(
+        sequences=sequences.masked_fill(beyond, spec.fill_id),
+        lengths=lengths,
+        scores=pool.scores[:, :R],
+        token_scores=token_scores,
+        eos_ids=spec.eos,
     )
 
 
-def check_settings(
-    *,
-    batch_size: int,
-    num_beams: int,
-    eos_id: int | Sequence[int],
-    max_new_tokens: int,
-    min_new_tokens: int,
-    length_penalty: float,
-    early_stopping: EarlyStopping,
-    finished: str,
-    prune_threshold: float | None,
-    num_return_sequences: int,
-    pad_id: int | None,
-    vocab_size: int | None,
-) -> list[int]:
-    """Validate the scalar options before any work; return the EOS IDs as a list."""
-    for name, value, low in (
-        ("batch_size", batch_size, 1),
-        ("num_beams", num_beams, 1),
-        ("max_new_tokens", max_new_tokens, 1),
-        ("min_new_tokens", min_new_tokens, 0),
-        ("num_return_sequences", num_return_sequences, 1),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    if min_new_tokens > max_new_tokens:
-        raise ValueError(
-            f"min_new_tokens ({min_new_tokens}) exceeds max_new_tokens ({max_new_tokens}): no "
-            "hypothesis could end; lower min_new_tokens or raise max_new_tokens"
-        )
-    if num_return_sequences > num_beams:
-        raise ValueError(
-            f"num_return_sequences ({num_return_sequences}) must be <= num_beams ({num_beams})"
-        )
-    eos_ids = [eos_id] if isinstance(eos_id, int) else list(eos_id)
-    if not eos_ids or any(isinstance(e, bool) or not isinstance(e, int) or e < 0 for e in eos_ids):
-        raise ValueError(
-            f"eos_id must be a token ID >= 0 or a non-empty list of them, got {eos_id!r}"
-        )
-    if vocab_size is not None:
-        if num_beams > vocab_size:
-            raise ValueError(
-                f"num_beams ({num_beams}) exceeds the vocabulary size ({vocab_size}); use at most "
-                f"num_beams={vocab_size}"
-            )
-        if max(eos_ids) >= vocab_size:
-            raise ValueError(f"eos_id {eos_id!r} is out of range for vocab_size={vocab_size}")
-    if pad_id is not None and (isinstance(pad_id, bool) or not isinstance(pad_id, int)):
-        raise ValueError(f"pad_id must be an int or None, got {pad_id!r}")
-    if not isinstance(length_penalty, (int, float)) or not math.isfinite(length_penalty):
-        raise ValueError(f"length_penalty must be a finite float, got {length_penalty!r}")
-    if not (early_stopping is True or early_stopping is False or early_stopping == "never"):
-        raise ValueError(f"early_stopping must be True, False or 'never', got {early_stopping!r}")
-    if finished not in ("refill", "mask"):
-        raise ValueError(f"finished must be 'refill' or 'mask', got {finished!r}")
-    if prune_threshold is not None and not (
-        isinstance(prune_threshold, (int, float)) and 0.0 < prune_threshold <= 1.0
-    ):
-        raise ValueError(
-            f"prune_threshold must be in (0, 1] (e.g. 0.01) or None, got {prune_threshold!r}"
-        )
-    return eos_ids
-
-
-def _check_start_ids(start_ids: Tensor, batch_size: int) -> Tensor:
-    """Return ``start_ids`` as ``[B, P]`` int64, or raise naming what is wrong."""
-    if not isinstance(start_ids, Tensor):
-        raise TypeError(f"start_ids must be a torch.Tensor, got {type(start_ids).__name__}")
-    if start_ids.dtype != torch.int64:
-        raise ValueError(f"start_ids must be int64 (torch.long), got {start_ids.dtype}")
-    if start_ids.dim() == 1:
-        start_ids = start_ids[:, None]
-    if start_ids.dim() != 2 or start_ids.shape[0] != batch_size or start_ids.shape[1] == 0:
-        raise ValueError(
-            f"start_ids must have shape [batch_size] or [batch_size, P] with P >= 1 "
-            f"(batch_size={batch_size}), got {list(start_ids.shape)}"
-        )
-    return start_ids
-
-
-def _check_log_probs(
-    log_probs: Tensor, rows: int, num_beams: int, eos_ids: list[int], device: torch.device
-) -> int:
-    """Check what ``step_fn`` returned (shape metadata only, no sync) and return ``V``."""
+def _check_log_probs(log_probs: Tensor, spec: _SearchSpec) -> None:
+    """Check what ``step_fn`` returned (shape metadata only, no sync)."""
     if not isinstance(log_probs, Tensor) or not log_probs.is_floating_point():
-        raise ValueError(
+        raise TypeError(
             "step_fn must return (log_probs, state) with float log_probs [B*K, V], got "
             f"{getattr(log_probs, 'dtype', type(log_probs).__name__)}"
         )
+    rows = spec.B * spec.K
     if log_probs.dim() != 2 or log_probs.shape[0] != rows:
         raise ValueError(
             f"step_fn returned log_probs of shape {list(log_probs.shape)}; expected [B*K, V] = "
             f"[{rows}, V]"
         )
-    if log_probs.device != device:
-        raise ValueError(
-            f"step_fn returned log_probs on {log_probs.device} but start_ids are on {device}; "
-            "put start_ids on the model's device"
-        )
-    V = log_probs.shape[1]
-    if num_beams > V:
-        raise ValueError(
-            f"num_beams ({num_beams}) exceeds the vocabulary size ({V}); use at most num_beams={V}"
-        )
-    if max(eos_ids) >= V:
-        raise ValueError(f"eos_id {max(eos_ids)} is out of range for a vocabulary of {V}")
-    return V
+    check_same_device("log_probs (returned by step_fn)", log_probs, spec.device, "start_ids")
+    check_vocab_fits(spec.K, list(spec.eos_ids), log_probs.shape[1])

@@ -1,0 +1,149 @@
+"""Argument checks shared by every part of tensortext: one exception rule, one device rule.
+
+* ``TypeError`` for a wrong type or dtype; ``ValueError`` for a wrong shape, value or device.
+  Every message names the argument, what was expected, what came, and the fix where there is one.
+* The device follows the input tensors. Functions that build tensors from Python data take
+  ``device``: ``None`` is the CPU (as in ``torch.tensor``), ``"auto"`` is CUDA when available,
+  else the CPU. The CLI, the demo and the TRL reward default to ``"auto"``.
+* Checks run before any work. Checks of tensor *values* (a host sync on CUDA) are separate, so
+  callers can skip them (``validate=False``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "DeviceLike",
+    "check_choice",
+    "check_float",
+    "check_float_tensor",
+    "check_int",
+    "check_integer_tensor",
+    "check_lengths",
+    "check_same_device",
+    "check_shape",
+    "resolve_device",
+]
+
+DeviceLike = torch.device | str
+
+_INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def resolve_device(device: DeviceLike | Literal["auto"] | None) -> torch.device:
+    """The device rule: ``None`` is the CPU, ``"auto"`` CUDA when available, else the CPU.
+
+    Raises:
+        ValueError: an unknown device string, or a CUDA device without CUDA.
+    """
+    if device is None:
+        return torch.device("cpu")
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be a str or torch.device, got {type(device).__name__}")
+    try:
+        resolved = torch.device(device)
+    except RuntimeError:
+        raise ValueError(
+            f"device={device!r} is not a torch device; pass e.g. 'cpu', 'cuda' or 'auto'"
+        ) from None
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={str(device)!r}, but CUDA is not available; pass device='cpu'")
+    return resolved
+
+
+def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
+    """An ``int`` (not a ``bool``) at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_float(
+    name: str,
+    value: object,
+    *,
+    minimum: float | None = None,
+    positive: bool = False,
+    finite: bool = True,
+) -> float:
+    """A real number (``int`` or ``float``, not ``bool``), finite unless ``finite=False``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    number = float(value)
+    if finite and not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if positive and not number > 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    return number
+
+
+def check_choice(name: str, value: object, choices: Sequence[object]) -> None:
+    """``value`` is one of ``choices`` (a ``ValueError`` listing them otherwise)."""
+    if value not in choices:
+        listed = ", ".join(repr(choice) for choice in choices)
+        raise ValueError(f"{name} must be one of {listed}, got {value!r}")
+
+
+def check_integer_tensor(name: str, value: object, *, shape: str | None = None) -> Tensor:
+    """A tensor of an integer dtype (not bool). ``shape`` (e.g. ``"[B, L]"``) goes in messages."""
+    where = f" of shape {shape}" if shape else ""
+    if not isinstance(value, Tensor):
+        raise TypeError(
+            f"{name} must be a torch.Tensor{where} of integer token IDs, got "
+            f"{type(value).__name__}; wrap it with torch.tensor(..., dtype=torch.long)"
+        )
+    if value.dtype not in _INTEGER_DTYPES:
+        raise TypeError(f"{name} must have an integer dtype, got {value.dtype}; pass {name}.long()")
+    return value
+
+
+def check_float_tensor(name: str, value: object, *, shape: str | None = None) -> Tensor:
+    """A tensor of a floating dtype."""
+    where = f" of shape {shape}" if shape else ""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name} must be a float torch.Tensor{where}, got {type(value).__name__}")
+    if not value.is_floating_point():
+        raise TypeError(
+            f"{name} must have a floating dtype, got {value.dtype}; pass {name}.float()"
+        )
+    return value
+
+
+def check_shape(name: str, tensor: Tensor, expected: Sequence[int | None], doc: str) -> None:
+    """``tensor.shape`` matches ``expected`` (``None`` matches any size); ``doc`` names it."""
+    actual = tuple(tensor.shape)
+    if len(actual) != len(expected) or any(
+        want is not None and got != want for got, want in zip(actual, expected, strict=True)
+    ):
+        raise ValueError(f"{name} must have shape {doc}, got {list(actual)}")
+
+
+def check_same_device(name: str, tensor: Tensor, device: torch.device, other: str) -> None:
+    """``tensor`` is on ``device`` (where ``other`` lives)."""
+    if tensor.device != device:
+        raise ValueError(
+            f"{name} is on {tensor.device} but {other} is on {device}; move both to one device "
+            f"({name}.to({str(device)!r}))"
+        )
+
+
+def check_lengths(
+    name: str, lengths: object, shape: Sequence[int], device: torch.device, of: str
+) -> Tensor:
+    """Integer lengths of shape ``shape`` on ``device`` (values are not checked: no sync)."""
+    tensor = check_integer_tensor(name, lengths, shape=str(list(shape)))
+    check_shape(name, tensor, list(shape), str(list(shape)))
+    check_same_device(name, tensor, device, of)
+    return tensor

@@ -1,0 +1,95 @@
+"""Ragged batches as padded tensors: the one convention every part of tensortext follows.
+
+* A ragged batch is a :class:`Padded` ``(ids [..., L], lengths [...])`` pair of int64 tensors.
+  Row ``b`` is ``ids[b, :lengths[b]]``; functions read the lengths, never the pad value.
+* Positions at or past a row's length hold :data:`PAD_ID` (``-1``), which is no token ID: a
+  consumer that forgets the lengths fails loudly instead of silently reading token 0 (``!`` in
+  GPT-2, cl100k and o200k). Interfaces borrowed from other libraries keep theirs (HF's
+  ``generate`` pads with ``pad_token_id``).
+* Lengths are called ``lengths``, or ``hyp_lens`` / ``ref_lens`` where there are two sides.
+
+BPE batch encoding, beam-search output (:meth:`~tensortext.decode.BeamOutput.without_eos`), the
+bundled model's tokenizers and the file readers all return :class:`Padded`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+__all__ = ["PAD_ID", "Padded", "pad_ragged", "pad_ragged_refs"]
+
+PAD_ID = -1
+
+
+class Padded(NamedTuple):
+    """A ragged batch: ``ids [..., L]`` int64 and ``lengths [...]`` int64.
+
+    Positions at or past ``lengths`` hold :data:`PAD_ID` unless a producer documents otherwise.
+    Unpack it where a function takes ids and lengths: ``sentence_bleu(*hyp, ...)`` does not
+    work, but ``Padded`` is accepted wherever a BLEU function takes token IDs.
+    """
+
+    ids: Tensor
+    lengths: Tensor
+
+    def to(self, device: torch.device | str) -> Padded:
+        """Both tensors on ``device``."""
+        return Padded(self.ids.to(device), self.lengths.to(device))
+
+    def tolist(self) -> list[list[int]]:
+        """Rows of a ``[B, L]`` batch as lists, each cut at its length (one host copy)."""
+        if self.ids.dim() != 2:
+            raise ValueError(f"tolist needs ids [B, L], got shape {list(self.ids.shape)}")
+        rows = self.ids.tolist()
+        return [row[:n] for row, n in zip(rows, self.lengths.tolist(), strict=True)]
+
+
+def pad_ragged(
+    sequences: Sequence[Sequence[int]], *, device: torch.device | str | None = None
+) -> Padded:
+    """Pads a list of ID lists.
+
+    Args:
+        sequences: ``B`` lists of integer token IDs, any lengths.
+        device: where the tensors go (CPU by default).
+
+    Returns:
+        :class:`Padded` ``(ids [B, L], lengths [B])`` with ``L = max(1, longest)``; padding
+        holds :data:`PAD_ID`.
+
+    Example:
+        >>> pad_ragged([[5, 6], [7]]).ids.tolist()
+        [[5, 6], [7, -1]]
+    """
+    lengths = torch.tensor([len(seq) for seq in sequences], dtype=torch.long)
+    width = max(1, int(lengths.max())) if len(sequences) else 1
+    flat = torch.tensor(list(itertools.chain.from_iterable(sequences)), dtype=torch.long)
+    ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
+    ids[torch.arange(width) < lengths.unsqueeze(1)] = flat
+    return Padded(ids.to(device), lengths.to(device))
+
+
+def pad_ragged_refs(
+    references: Sequence[Sequence[Sequence[int]]], *, device: torch.device | str | None = None
+) -> Padded:
+    """Pads a list of reference sets (each a list of ID lists) into slots.
+
+    Args:
+        references: ``B`` reference sets; set ``b`` has ``R_b`` references.
+        device: where the tensors go (CPU by default).
+
+    Returns:
+        :class:`Padded` ``(ids [B, R, L], lengths [B, R])`` with ``R = max(1, max R_b)``; unused
+        slots have length 0 ("no reference in this slot").
+    """
+    slots = max([len(refs) for refs in references] + [1])
+    flat_refs = [
+        refs[slot] if slot < len(refs) else () for refs in references for slot in range(slots)
+    ]
+    ids, lengths = pad_ragged(flat_refs, device=device)
+    return Padded(ids.view(len(references), slots, -1), lengths.view(len(references), slots))

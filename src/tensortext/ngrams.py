@@ -73,7 +73,7 @@ def _sorted_runs(keys: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def iter_ngram_ids(
-    token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int
+    token_ids: Tensor, lengths: Tensor, groups: Tensor, max_ngram_order: int
 ) -> Iterator[Tensor]:
     """Compact IDs of the n-grams starting at each position, one order at a time.
 
@@ -87,7 +87,7 @@ def iter_ngram_ids(
             length are not part of the sequence.
         groups: ``[S]`` integer tensor, ``0 <= groups < S``; rows with equal groups share an ID
             space.
-        max_order: highest n-gram order ``N >= 1``.
+        max_ngram_order: highest n-gram order ``N >= 1``.
 
     Yields:
         For ``n = 1..N``, an ``[S, L]`` int64 tensor whose entry ``[s, i]`` is the ID of the
@@ -98,7 +98,7 @@ def iter_ngram_ids(
     num_positions = num_rows * max_len
     device = token_ids.device
     if num_positions == 0:
-        for _ in range(max_order):
+        for _ in range(max_ngram_order):
             yield torch.full((num_rows, max_len), -1, dtype=torch.long, device=device)
         return
     positions = torch.arange(max_len, device=device)
@@ -108,7 +108,7 @@ def iter_ngram_ids(
     # fits int64 for up to 3e9 positions.
     group_of_position = groups.long().unsqueeze(1).expand(num_rows, max_len).reshape(-1)
     ids = compact_ids(group_of_position.mul(num_positions).add_(token_rank))
-    for order in range(1, max_order + 1):
+    for order in range(1, max_ngram_order + 1):
         if order > 1:
             # The n-gram at i is the (n-1)-gram at i followed by the token at i+n-1. Shifting the
             # flat array crosses row ends; those positions are invalid and masked below.
@@ -119,9 +119,9 @@ def iter_ngram_ids(
         yield ids.view(num_rows, max_len).masked_fill(outside, -1)
 
 
-def ngram_ids(token_ids: Tensor, lengths: Tensor, groups: Tensor, max_order: int) -> Tensor:
+def ngram_ids(token_ids: Tensor, lengths: Tensor, groups: Tensor, max_ngram_order: int) -> Tensor:
     """All orders of :func:`iter_ngram_ids` stacked: ``[N, S, L]`` int64, ``-1`` where no n-gram."""
-    return torch.stack(list(iter_ngram_ids(token_ids, lengths, groups, max_order)))
+    return torch.stack(list(iter_ngram_ids(token_ids, lengths, groups, max_ngram_order)))
 
 
 def count_ngrams(ids: Tensor, slots: Tensor, num_slots: int) -> Tensor:

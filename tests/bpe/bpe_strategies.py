@@ -16,7 +16,7 @@ arbitrary codepoints.  Two flavours of arbitrary codepoints exist:
 from __future__ import annotations
 
 from hypothesis import strategies as st
-from reference import regex_table_disagreements
+from oracles.bpe import regex_table_disagreements
 
 LETTERS = [
     *"abzQXyéÉßİ",

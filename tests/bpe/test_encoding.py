@@ -19,7 +19,7 @@ import torch
 from bpe_strategies import TIKTOKEN_CHAR, rich_texts, runs
 from hypothesis import given
 from hypothesis import strategies as st
-from reference import tiktoken_ranks, tiktoken_reference, tiktoken_whole_text_reference
+from oracles.bpe import tiktoken_ranks, tiktoken_reference, tiktoken_whole_text_reference
 from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, list_encoding_names
@@ -450,13 +450,16 @@ def test_decode_rejects_non_integer_ids(tokens: Any) -> None:
 def test_decode_batch_bad_shapes() -> None:
     enc = get_encoding("cl100k_base")
     ids, lengths = enc.encode_batch(["hello world", "hi"])
-    with pytest.raises(TypeError):
+    # The package's exception rule: a wrong shape is a ValueError, a wrong type a TypeError.
+    with pytest.raises(ValueError, match="ids"):
         enc.decode_batch(ids[0], lengths)  # 1-D ids
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="ids"):
         enc.decode_batch(ids.tolist(), lengths)  # type: ignore[arg-type]
-    for bad in [lengths[:1], lengths[None], torch.tensor([1, 1, 1]), [2, 1], torch.tensor(2)]:
-        with pytest.raises(ValueError):
-            enc.decode_batch(ids, bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="lengths"):
+        enc.decode_batch(ids, [2, 1])  # type: ignore[arg-type]
+    for bad in [lengths[:1], lengths[None], torch.tensor([1, 1, 1]), torch.tensor(2)]:
+        with pytest.raises(ValueError, match="lengths"):
+            enc.decode_batch(ids, bad)
     for bad in [torch.tensor([3, 1]), torch.tensor([-1, 1])]:
         with pytest.raises(ValueError):
             enc.decode_batch(ids, bad)
@@ -487,7 +490,7 @@ def test_every_codepoint_newer_than_python_unicode_matches_tiktoken(name: str) -
     class the installed ``regex`` module sees otherwise, in contexts that expose every class."""
     import unicodedata
 
-    from reference import regex_table_disagreements
+    from oracles.bpe import regex_table_disagreements
 
     from tensortext.bpe.unicode import codepoint_flags
 

@@ -27,7 +27,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import (
+from oracles.bpe import (
     WHOLE_TEXT_PATTERN,
     hf_byte_level_json,
     naive_byte_pair_merge,
@@ -507,7 +507,7 @@ def test_random_hf_merges_match_tokenizers(
 def test_stopped_passes_then_merge_tokens_equal_the_full_merge(
     texts: list[str], max_passes: int
 ) -> None:
-    from reference import tiktoken_reference
+    from oracles.bpe import tiktoken_reference
 
     from tensortext.bpe import get_encoding
     from tensortext.bpe.merge import merge_tokens
@@ -539,7 +539,7 @@ def test_long_pieces_finish_sequentially(monkeypatch: pytest.MonkeyPatch) -> Non
     """Random CJK without punctuation is one long piece needing thousands of distinct ranks."""
     import random
 
-    from reference import tiktoken_reference
+    from oracles.bpe import tiktoken_reference
 
     import tensortext.bpe.core as core
     from tensortext.bpe import get_encoding

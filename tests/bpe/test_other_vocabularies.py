@@ -138,7 +138,7 @@ def test_hf_tokenizer_json_random_text(hf_pair: tuple[Encoding, object], texts: 
 
 @lru_cache(maxsize=1)
 def tiktoken_cl100k() -> tiktoken.Encoding:
-    from reference import tiktoken_reference
+    from oracles.bpe import tiktoken_reference
 
     return tiktoken_reference("cl100k_base")
 

@@ -15,7 +15,7 @@ import torch
 from bpe_strategies import ANY_CHAR, ATOMS, rich_texts, runs
 from hypothesis import given
 from hypothesis import strategies as st
-from reference import regex_piece_starts, regex_pieces
+from oracles.bpe import regex_piece_starts, regex_pieces
 from strategies import DEVICES, SETTINGS
 
 from tensortext.bpe import PATTERNS, pattern_kind, piece_starts

@@ -20,12 +20,12 @@ import pytest
 from bpe_strategies import ATOMS, TIKTOKEN_CHAR
 from hypothesis import given
 from hypothesis import strategies as st
-from reference import hf_byte_level_json, tiktoken_toy
+from oracles.bpe import hf_byte_level_json, tiktoken_toy
 from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, list_encoding_names
 from tensortext.bpe.pretokenize import CL100K_PATTERN, LLAMA3_PATTERN
-from tensortext.bpe.registry import _SPECS, vocabulary_file
+from tensortext.bpe.registry import ENCODINGS, vocabulary_file
 from tensortext.bpe.vocab import bytes_to_unicode, read_hf_json, read_tiktoken_file
 
 # --------------------------------------------------------------------------------------------
@@ -209,10 +209,13 @@ def test_get_encoding_names_and_hashes() -> None:
     # The published hash is checked: the right one passes (get_encoding works), a wrong one not.
     name = "cl100k_base"
     path = vocabulary_file(name)
-    assert hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest() == _SPECS[name][0]
+    assert hashlib.sha256(gzip.decompress(path.read_bytes())).hexdigest() == ENCODINGS[name].sha256
     with pytest.raises(ValueError, match="sha256"):
         Encoding.from_tiktoken_file(
-            path, pat_str=_SPECS[name][1], special_tokens=_SPECS[name][2], expected_hash="0" * 64
+            path,
+            pat_str=ENCODINGS[name].pat_str,
+            special_tokens=ENCODINGS[name].special_tokens,
+            expected_hash="0" * 64,
         )
 
 

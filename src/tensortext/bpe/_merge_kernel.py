@@ -52,6 +52,8 @@ def _pair_lookup(
     return rank, merged
 
 
+# long: one Triton program runs a piece's whole pass loop in registers; splitting it into
+# jitted helpers would not shorten the loop body it must carry (state, checks, write-back).
 @triton.jit
 def _merge_kernel(
     data_ptr,  # uint8 [nbytes]: the batch's UTF-8 bytes

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Collection, Sequence
 from collections.abc import Set as AbstractSet
 from functools import cached_property
@@ -12,6 +11,7 @@ from typing import Literal
 
 import torch
 
+from tensortext._checks import check_integer_tensor, check_shape, resolve_device
 from tensortext.bpe.merge import (
     MergeTables,
     expand_spans,
@@ -22,7 +22,16 @@ from tensortext.bpe.merge import (
 )
 from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton, triton_usable
 from tensortext.bpe.pretokenize import PatternKind, piece_starts
+from tensortext.bpe.text import (
+    check_texts,
+    special_regex,
+    split_segments,
+    to_codepoints,
+    to_utf8,
+    without_surrogates,
+)
 from tensortext.bpe.vocab import Vocab, read_hf_json, read_tiktoken_file
+from tensortext.padded import PAD_ID, Padded
 
 __all__ = ["Encoding"]
 
@@ -31,26 +40,6 @@ MergeBackend = Literal["auto", "torch", "triton"]
 # Parallel passes before a piece goes on with the sequential heap: a pass per distinct rank
 # merged is cheap for words (a few passes) but not for a long run of random CJK (thousands).
 MAX_PASSES = 64
-
-
-def _check_texts(texts: object, name: str) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise TypeError(f"{name} must be a list of str, got {type(texts).__name__}")
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"{name}[{index}] is {type(text).__name__}, expected str")
-    return list(texts)
-
-
-def _without_surrogates(texts: list[str]) -> list[str]:
-    """tiktoken's handling of lone surrogates: each becomes U+FFFD (one scan if there are none)."""
-    try:
-        "".join(texts).encode("utf-8")
-    except UnicodeEncodeError:
-        return [
-            text.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for text in texts
-        ]
-    return texts
 
 
 class Encoding:
@@ -198,14 +187,15 @@ class Encoding:
         allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
         disallowed_special: Literal["all"] | Collection[str] = "all",
         pretokenize: Pretokenize = "regex",
-        pad_id: int = -1,
+        pad_id: int = PAD_ID,
         merge_backend: MergeBackend = "auto",
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    ) -> Padded:
         """Encode a batch at once: split, look up and merge every text together on ``device``.
 
         Args:
             texts: ``B`` strings.
-            device: where the work runs and the result lives (default CPU).
+            device: where the work runs and the result lives: ``None`` (the CPU), ``"auto"``
+                (CUDA when available) or a torch device.
             allowed_special, disallowed_special, pretokenize: as in :meth:`encode`.
             pad_id: fills ``ids`` past each length; -1 so that forgetting ``lengths`` fails
                 loudly (ID 0 is a real token, ``!``).
@@ -214,17 +204,13 @@ class Encoding:
                 the same IDs.
 
         Returns:
-            ``ids [B, L]`` int64 and ``lengths [B]`` int64; row ``b`` equals
-            ``encode(texts[b])``, whatever else is in the batch.
+            :class:`~tensortext.padded.Padded` ``(ids [B, L], lengths [B])`` int64; row ``b``
+            equals ``encode(texts[b])``, whatever else is in the batch.
         """
-        texts = _check_texts(texts, "texts")
+        texts = check_texts(texts, "texts")
         if pretokenize not in ("regex", "bytes"):
             raise ValueError(f"pretokenize must be 'regex' or 'bytes', got {pretokenize!r}")
-        target = torch.device(device) if device is not None else torch.device("cpu")
-        if target.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(
-                f"device={str(target)!r}, but CUDA is not available; pass device='cpu'"
-            )
+        target = resolve_device(device)
         if merge_backend not in ("auto", "torch", "triton"):
             raise ValueError(
                 f"merge_backend must be 'auto', 'torch' or 'triton', got {merge_backend!r}"
@@ -236,7 +222,7 @@ class Encoding:
             )
         allowed = self._allowed(allowed_special)
         self._check_disallowed(texts, allowed, disallowed_special)
-        texts = _without_surrogates(texts)
+        texts = without_surrogates(texts)
         return self._encode(texts, allowed, target, pretokenize, pad_id, merge_backend)
 
     def _allowed(self, allowed_special: Literal["all"] | AbstractSet[str]) -> frozenset[str]:
@@ -268,7 +254,7 @@ class Encoding:
             disallowed = frozenset(disallowed_special)
         if not disallowed:
             return
-        finder = _special_regex(disallowed)
+        finder = special_regex(disallowed)
         if finder.search("\0".join(texts)) is None:  # one C-speed scan of the whole batch
             return
         for text in texts:
@@ -291,11 +277,13 @@ class Encoding:
         pretokenize: Pretokenize,
         pad_id: int,
         merge_backend: MergeBackend,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        segments, special_list, owner_list = _segments(texts, allowed, self._vocab.special_tokens)
+    ) -> Padded:
+        segments, special_list, owner_list = split_segments(
+            texts, allowed, self._vocab.special_tokens
+        )
         joined = "".join(segments)
-        codepoints = _codepoints(joined).to(device)
-        data = _utf8(joined).to(device)
+        codepoints = to_codepoints(joined).to(device)
+        data = to_utf8(joined).to(device)
         segment_lens = torch.tensor([len(seg) for seg in segments], dtype=torch.int64).to(device)
         segment_special = torch.tensor(special_list, dtype=torch.int64).to(device)
         text_of_segment = torch.tensor(owner_list, dtype=torch.int64).to(device)
@@ -393,13 +381,16 @@ class Encoding:
     def decode_batch(
         self, ids: torch.Tensor, lengths: torch.Tensor, *, errors: str = "replace"
     ) -> list[str]:
-        """Decode each row ``ids[b, :lengths[b]]`` (``ids [B, L]``, ``lengths [B]``)."""
-        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-            raise TypeError("ids must be a [B, L] tensor (use decode for one list of IDs)")
-        if not isinstance(lengths, torch.Tensor) or lengths.shape != (ids.shape[0],):
-            raise ValueError(
-                f"lengths must be a [{ids.shape[0]}] tensor, got {getattr(lengths, 'shape', None)}"
-            )
+        """Decode each row ``ids[b, :lengths[b]]`` (``ids [B, L]``, ``lengths [B]``).
+
+        Raises:
+            TypeError: ``ids`` or ``lengths`` is not an integer tensor.
+            ValueError: wrong shapes, a length outside ``0..L``, or an ID that is no token.
+        """
+        check_integer_tensor("ids", ids, shape="[B, L] (use decode for one list of IDs)")
+        check_shape("ids", ids, [None, None], "[B, L] (use decode for one list of IDs)")
+        check_integer_tensor("lengths", lengths, shape=f"[{ids.shape[0]}]")
+        check_shape("lengths", lengths, [ids.shape[0]], f"[B] = [{ids.shape[0]}]")
         lengths = lengths.to(ids.device, torch.int64)
         if bool(((lengths < 0) | (lengths > ids.shape[1])).any()):
             raise ValueError(f"lengths must lie in [0, {ids.shape[1]}]")
@@ -473,51 +464,7 @@ def _merge(
     return irregular, unfinished
 
 
-def _special_regex(tokens: AbstractSet[str]) -> re.Pattern[str]:
-    # Longest first, so a special token that extends another wins (leftmost-longest).
-    return re.compile("|".join(re.escape(token) for token in sorted(tokens, key=len, reverse=True)))
-
-
-def _segments(
-    texts: list[str], allowed: frozenset[str], specials: dict[str, int]
-) -> tuple[list[str], list[int], list[int]]:
-    """Texts cut at allowed special tokens: ``(segments, special ID or -1, text index)``."""
-    if not allowed:
-        return texts, [-1] * len(texts), list(range(len(texts)))
-    finder = _special_regex(allowed)
-    segments, special, owner = [], [], []
-    for index, text in enumerate(texts):
-        last = 0
-        for match in finder.finditer(text):
-            if match.start() > last:
-                segments.append(text[last : match.start()])
-                special.append(-1)
-                owner.append(index)
-            segments.append(match.group())
-            special.append(specials[match.group()])
-            owner.append(index)
-            last = match.end()
-        segments.append(text[last:])  # possibly empty: keeps every text present
-        special.append(-1)
-        owner.append(index)
-    return segments, special, owner
-
-
-def _codepoints(text: str) -> torch.Tensor:
-    if not text:
-        return torch.zeros(0, dtype=torch.int32)
-    return torch.frombuffer(bytearray(text.encode("utf-32-le")), dtype=torch.int32)
-
-
-def _utf8(text: str) -> torch.Tensor:
-    if not text:
-        return torch.zeros(0, dtype=torch.uint8)
-    return torch.frombuffer(bytearray(text.encode("utf-8")), dtype=torch.uint8)
-
-
-def _assemble(
-    token_at_byte: torch.Tensor, text_bytes: torch.Tensor, pad_id: int
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _assemble(token_at_byte: torch.Tensor, text_bytes: torch.Tensor, pad_id: int) -> Padded:
     """Tokens written at their first byte -> padded ``ids [B, L]`` and ``lengths [B]``."""
     device = token_at_byte.device
     positions = (token_at_byte >= 0).nonzero().squeeze(1)
@@ -532,4 +479,4 @@ def _assemble(
         - (torch.cumsum(lengths, 0) - lengths)[text_of_token]
     )
     padded[text_of_token, column] = ids
-    return padded, lengths
+    return Padded(padded, lengths)

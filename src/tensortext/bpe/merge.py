@@ -199,8 +199,6 @@ def merge_pieces(
     last_rank = torch.full((num_pieces,), -1, dtype=torch.int64, device=device)
     passes = 0
     while tokens.numel():
-        count = tokens.numel()
-        index = torch.arange(count - 1, device=device)
         same_piece = owner[1:] == owner[:-1]  # [T - 1]
         rank, merged = _pair_lookup(tokens[:-1], tokens[1:], tables)
         rank = torch.where(same_piece, rank, NO_RANK)
@@ -217,20 +215,7 @@ def merge_pieces(
             out[position[regular]] = tokens[regular]
             break
         passes += 1
-        chosen = (rank == piece_min[owner[:-1]]) & (rank != NO_RANK)
-        # In a run of overlapping chosen pairs, merge the ones at even offsets.
-        run_start = chosen & ~torch.cat([chosen.new_zeros(1), chosen[:-1]])
-        start_index = torch.cummax(torch.where(run_start, index, -1), 0).values
-        chosen &= (index - start_index) % 2 == 0
-        # Sequentially, merging pair k first forms (merged_k, tokens[k + 2]); if pair k + 2 is
-        # also merged this pass, that intermediate pair must not rank below this pass.
-        if count > 3:
-            next_too = chosen[:-2] & chosen[2:] & (owner[:-3] == owner[2:-1])
-            between, _ = _pair_lookup(torch.where(next_too, merged[:-2], 0), tokens[2:-1], tables)
-            bad = next_too & (between < rank[:-2])
-            irregular.index_put_(
-                (owner[:-3][bad],), torch.ones_like(owner[:-3][bad], dtype=torch.bool)
-            )
+        chosen = _choose_merges(tokens, owner, rank, merged, piece_min, tables, irregular)
         last_rank = piece_min
         tokens = torch.cat([torch.where(chosen, merged, tokens[:-1]), tokens[-1:]])
         removed = torch.cat([chosen.new_zeros(1), chosen])  # right halves of merges
@@ -240,6 +225,36 @@ def merge_pieces(
         keep = (~removed & (piece_min != NO_RANK)[owner] & ~irregular[owner]).nonzero().squeeze(1)
         tokens, owner, position = tokens[keep], owner[keep], position[keep]
     return irregular
+
+
+def _choose_merges(
+    tokens: torch.Tensor,
+    owner: torch.Tensor,
+    rank: torch.Tensor,
+    merged: torch.Tensor,
+    piece_min: torch.Tensor,
+    tables: MergeTables,
+    irregular: torch.Tensor,
+) -> torch.Tensor:
+    """``[T - 1]`` bool: the pairs one pass merges (each piece's lowest rank, every occurrence).
+
+    Flags in ``irregular`` (in place) the pieces where two merges of this pass are adjacent and
+    the intermediate pair the sequential order would see ranks lower.
+    """
+    index = torch.arange(tokens.numel() - 1, device=tokens.device)
+    chosen = (rank == piece_min[owner[:-1]]) & (rank != NO_RANK)
+    # In a run of overlapping chosen pairs, merge the ones at even offsets.
+    run_start = chosen & ~torch.cat([chosen.new_zeros(1), chosen[:-1]])
+    start_index = torch.cummax(torch.where(run_start, index, -1), 0).values
+    chosen &= (index - start_index) % 2 == 0
+    # Sequentially, merging pair k first forms (merged_k, tokens[k + 2]); if pair k + 2 is
+    # also merged this pass, that intermediate pair must not rank below this pass.
+    if tokens.numel() > 3:
+        next_too = chosen[:-2] & chosen[2:] & (owner[:-3] == owner[2:-1])
+        between, _ = _pair_lookup(torch.where(next_too, merged[:-2], 0), tokens[2:-1], tables)
+        bad = next_too & (between < rank[:-2])
+        irregular.index_put_((owner[:-3][bad],), torch.ones_like(owner[:-3][bad], dtype=torch.bool))
+    return chosen
 
 
 def merge_serial(

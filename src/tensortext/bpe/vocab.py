@@ -13,6 +13,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -262,16 +263,7 @@ def read_hf_json(path: str | Path) -> Vocab:
         spec = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path}: not a JSON tokenizer file ({error})") from None
-    model = spec.get("model") or {}
-    if model.get("type") != "BPE":
-        raise ValueError(f"{path}: model.type is {model.get('type')!r}; only 'BPE' is supported")
-    for setting in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(setting):
-            raise ValueError(f"{path}: model.{setting}={model[setting]!r} is not supported")
-    if model.get("byte_fallback"):
-        raise ValueError(f"{path}: model.byte_fallback=true (SentencePiece-style) is not supported")
-    if spec.get("normalizer") is not None:
-        raise ValueError(f"{path}: a normalizer is set; tensortext supports normalizer=null only")
+    model = _supported_model(spec, path)
     pat_str = _pattern_of(spec.get("pre_tokenizer"), path)
     try:
         kind = pattern_kind(pat_str, engine="hf")
@@ -294,18 +286,7 @@ def read_hf_json(path: str | Path) -> Vocab:
     for text, token_id in vocab.items():
         tokens[token_id] = to_bytes(text)
         mergeable[tokens[token_id]] = token_id  # type: ignore[index]
-    pairs: dict[tuple[int, int], tuple[int, int]] = {}
-    for rank, merge in enumerate(model.get("merges") or []):
-        parts = merge.split(" ") if isinstance(merge, str) else list(merge)
-        if (
-            len(parts) != 2
-            or any(part not in vocab for part in parts)
-            or "".join(parts) not in vocab
-        ):
-            raise ValueError(f"{path}: merge {rank} {merge!r} is not two vocabulary tokens")
-        key = (vocab[parts[0]], vocab[parts[1]])
-        if key not in pairs:
-            pairs[key] = (rank, vocab["".join(parts)])
+    pairs = _merge_pairs(model.get("merges") or [], vocab, path)
     special: dict[str, int] = {}
     for added in spec.get("added_tokens") or []:
         special[added["content"]] = added["id"]
@@ -321,3 +302,37 @@ def read_hf_json(path: str | Path) -> Vocab:
         special_tokens=special,
         whole_piece_lookup=bool(model.get("ignore_merges", False)),
     )
+
+
+def _supported_model(spec: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``spec["model"]`` if it is a byte-level BPE this encoder reproduces; else a ValueError."""
+    model: dict[str, Any] = spec.get("model") or {}
+    if model.get("type") != "BPE":
+        raise ValueError(f"{path}: model.type is {model.get('type')!r}; only 'BPE' is supported")
+    for setting in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(setting):
+            raise ValueError(f"{path}: model.{setting}={model[setting]!r} is not supported")
+    if model.get("byte_fallback"):
+        raise ValueError(f"{path}: model.byte_fallback=true (SentencePiece-style) is not supported")
+    if spec.get("normalizer") is not None:
+        raise ValueError(f"{path}: a normalizer is set; tensortext supports normalizer=null only")
+    return model
+
+
+def _merge_pairs(
+    merges: list[Any], vocab: dict[str, int], path: Path
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """``(left, right) -> (rank, merged)`` from HF's merge list (rank = position; first wins)."""
+    pairs: dict[tuple[int, int], tuple[int, int]] = {}
+    for rank, merge in enumerate(merges):
+        parts = merge.split(" ") if isinstance(merge, str) else list(merge)
+        if (
+            len(parts) != 2
+            or any(part not in vocab for part in parts)
+            or "".join(parts) not in vocab
+        ):
+            raise ValueError(f"{path}: merge {rank} {merge!r} is not two vocabulary tokens")
+        key = (vocab[parts[0]], vocab[parts[1]])
+        if key not in pairs:
+            pairs[key] = (rank, vocab["".join(parts)])
+    return pairs

@@ -1,0 +1,1 @@
+"""Reference implementations (oracles) the tests compare against, one module per part."""

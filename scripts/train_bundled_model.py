@@ -19,7 +19,7 @@ Everything is deterministic for a given torch build and ``--threads``: the data 
 ``random.Random`` streams (training from ``TRAIN_SEED``, the dev set and the shipped test set
 from their own seeds; no training source equals a dev or test source of four words or more), and
 the model from ``torch.manual_seed``. Metrics are measured on the float16 weights that ship, not
-on the float32 ones trained, and recorded in config.json (tests/decode/test_bundled.py checks the
+on the float32 ones trained, and recorded in config.json (tests/models/test_bundled.py checks the
 greedy test-set figure).
 """
 
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import calendar
-import hashlib
 import io
 import json
 import math
@@ -45,13 +44,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from tensortext.bleu import corpus_bleu  # noqa: E402
-from tensortext.decode.bundled import (  # noqa: E402
+from tensortext.models.bundled import (  # noqa: E402
     BOS,
     EOS,
     PAD,
     BundledTranslator,
     TranslatorConfig,
 )
+from tensortext.models.bundled.load import sha256  # noqa: E402
+from tensortext.padded import PAD_ID  # noqa: E402
 
 TRAIN_SEED, DEV_SEED, TEST_SEED, TORCH_SEED = 1, 2, 3, 0
 DEV_SIZE, TEST_SIZE = 500, 300
@@ -374,6 +375,7 @@ def make_batch(
     """Returns ``src_ids [B, S]``, ``src_lens [B]``, decoder input and output ``[B, T + 1]``."""
     src_ids, src_lens = model.tokenize_source([src for src, _ in pairs])
     tgt_ids, tgt_lens = model.tokenize_target([tgt for _, tgt in pairs])
+    tgt_ids = tgt_ids.masked_fill(tgt_ids == PAD_ID, model.pad_id)  # the loss ignores pad_id
     rows = torch.arange(len(pairs))
     tgt_in = torch.cat([torch.full((len(pairs), 1), model.start_id), tgt_ids], dim=1)
     tgt_out = torch.cat([tgt_ids, torch.full((len(pairs), 1), model.pad_id)], dim=1)
@@ -383,8 +385,7 @@ def make_batch(
 
 def greedy(model: BundledTranslator, src_ids: Tensor, src_lens: Tensor, max_new: int) -> Tensor:
     """Greedy decoding through the cached ``step``; ``[N, T]`` tokens after the start token."""
-    state = model.prepare(src_ids, src_lens, num_beams=1)
-    tokens = torch.full((src_ids.shape[0], 1), model.start_id)
+    tokens, state = model.prepare(src_ids, src_lens, num_beams=1)
     done = torch.zeros(src_ids.shape[0], dtype=torch.bool)
     for _ in range(max_new):
         log_probs, state = model.step(tokens, state)
@@ -407,8 +408,8 @@ def beam(
     only go down. Returns the best ``[N, T]`` tokens after the start token.
     """
     sentences, beams, vocab = src_ids.shape[0], num_beams, model.vocab_size
-    state = model.prepare(src_ids, src_lens, num_beams=beams)
-    tokens = torch.full((sentences * beams, 1), model.start_id)
+    start_ids, state = model.prepare(src_ids, src_lens, num_beams=beams)
+    tokens = start_ids.repeat_interleave(beams, dim=0)
     scores = torch.zeros(sentences, beams)
     scores[:, 1:] = float("-inf")  # all beams start identical; keep one alive
     done = torch.zeros(sentences, beams, dtype=torch.bool)
@@ -578,7 +579,7 @@ def main() -> None:
     (model_dir / "vocab.json").write_text(json.dumps(vocab, indent=1) + "\n", encoding="utf-8")
     description = {
         "model": asdict(config),
-        "weights_sha256": hashlib.sha256(buffer.getvalue()).hexdigest(),
+        "weights_sha256": sha256(buffer.getvalue()),
         "weights_dtype": "float16",
         "parameters": params,
         "training": {

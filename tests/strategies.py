@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from reference import (
+from oracles.bleu import (
     NLTK_METHODS,
     NLTK_SMOOTH_PARAM,
     SACREBLEU_SMOOTH_VALUE_METHODS,
@@ -312,7 +312,7 @@ def sacrebleu_options(draw: st.DrawFn, smooth_method: str) -> dict[str, Any]:
 
 @st.composite
 def nltk_options(draw: st.DrawFn, smooth_method: str) -> dict[str, Any]:
-    from reference import nltk_method_name
+    from oracles.bleu import nltk_method_name
 
     method = nltk_method_name(smooth_method)
     n = draw(st.integers(3, 6) if method == "method6" else orders)
@@ -340,7 +340,7 @@ def nltk_options(draw: st.DrawFn, smooth_method: str) -> dict[str, Any]:
 
 @st.composite
 def any_options(draw: st.DrawFn, *, nltk_methods: tuple[str, ...] = NLTK_METHODS) -> dict[str, Any]:
-    from reference import SACREBLEU_METHODS
+    from oracles.bleu import SACREBLEU_METHODS
 
     if draw(st.booleans()):
         return draw(sacrebleu_options(draw(st.sampled_from(SACREBLEU_METHODS))))

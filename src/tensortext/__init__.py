@@ -1,24 +1,39 @@
 """tensortext: a text pipeline that stays on the GPU as PyTorch tensors.
 
-Exact batched BPE (``get_encoding``, ``Encoding``: tiktoken's IDs, see :mod:`tensortext.bpe`).
-Token-ID BLEU (``sentence_bleu``, ``corpus_bleu``, ``bleu_stats``, ``BLEU``) matching sacrebleu
-and NLTK exactly; the shared n-gram core lives in :mod:`tensortext.ngrams`.
+* :mod:`tensortext.bpe`: exact batched BPE (``get_encoding``, ``Encoding``: tiktoken's IDs).
+* :mod:`tensortext.decode`: batched beam search over sentences x beams for any
+  :class:`~tensortext.decode.Decoder`; :mod:`tensortext.lmbr` adds LMBR n-gram posteriors.
+* :mod:`tensortext.bleu`: token-ID BLEU matching sacrebleu and NLTK exactly; :mod:`tensortext.mbr`
+  reranks with it. The n-gram core both BLEU and LMBR use is :mod:`tensortext.ngrams`.
+* :mod:`tensortext.padded`: the ragged-batch convention (``Padded``, ``PAD_ID``) every part follows.
 """
 
-from tensortext.bleu import bleu_from_stats, bleu_stats, corpus_bleu, sentence_bleu
+from tensortext.bleu import (
+    BLEU,
+    BleuConfig,
+    bleu_from_stats,
+    bleu_stats,
+    corpus_bleu,
+    sentence_bleu,
+)
 from tensortext.bpe import Encoding, get_encoding, list_encoding_names
-from tensortext.metric import BLEU
+from tensortext.padded import PAD_ID, Padded, pad_ragged, pad_ragged_refs
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BLEU",
+    "PAD_ID",
+    "BleuConfig",
     "Encoding",
+    "Padded",
     "__version__",
     "bleu_from_stats",
     "bleu_stats",
     "corpus_bleu",
     "get_encoding",
     "list_encoding_names",
+    "pad_ragged",
+    "pad_ragged_refs",
     "sentence_bleu",
 ]

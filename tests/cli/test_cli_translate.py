@@ -9,10 +9,16 @@ from pathlib import Path
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import MarianConfig, MarianMTModel, PreTrainedTokenizerFast
+from transformers import (
+    LlamaConfig,
+    LlamaForCausalLM,
+    MarianConfig,
+    MarianMTModel,
+    PreTrainedTokenizerFast,
+)
 
 from tensortext.cli import main
-from tensortext.decode.hf import generate
+from tensortext.decode.hf import beam_search_hf
 
 WORDS = [f"w{i}" for i in range(40)]
 
@@ -43,6 +49,31 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+@pytest.fixture(scope="module")
+def causal_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Llama-style decoder-only model with the same word-level tokenizer."""
+    vocab = {"</s>": 0, "<unk>": 1, **{w: i + 2 for i, w in enumerate(WORDS)}, "<pad>": 42}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>", eos_token="</s>"
+    )
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=43, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+            num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64,
+            bos_token_id=0, eos_token_id=0, pad_token_id=42,
+        )
+    )  # fmt: skip
+    with torch.no_grad():  # peaky outputs, so that hypotheses differ and some end early
+        model.lm_head.weight.mul_(8)
+    directory = tmp_path_factory.mktemp("llama")
+    model.save_pretrained(directory)
+    fast.save_pretrained(directory)
+    return directory
+
+
 def run_cli(*argv: str) -> str:
     out = io.StringIO()
     assert main(list(argv), stdout=out) == 0
@@ -68,13 +99,40 @@ def test_hf_directory_matches_generate(hf_dir: Path, tmp_path: Path):
     tokenizer = AutoTokenizer.from_pretrained(hf_dir)
     for i, source in enumerate(SOURCES):
         encoded = tokenizer([source], return_tensors="pt")
-        out = generate(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
-                       max_new_tokens=8, num_return_sequences=2)  # fmt: skip
+        out = beam_search_hf(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
+                             max_new_tokens=8, num_return_sequences=2)  # fmt: skip
         for r in range(2):
             ids = out.sequences[0, r, : out.lengths[0, r]]
             expected_text = tokenizer.decode(ids, skip_special_tokens=True).strip()
             number, got_text, features, score = (f.strip() for f in lines[2 * i + r].split("|||"))
             assert (int(number), got_text, features) == (i, expected_text, "")
+            assert float(score) == pytest.approx(float(out.scores[0, r]), abs=1e-5)
+
+
+def test_decoder_only_directory_matches_generate(causal_dir: Path, tmp_path: Path):
+    """Prompts are left-padded per batch; each continues as it does alone."""
+    src = tmp_path / "src.txt"
+    src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
+    text = run_cli(
+        "translate", "-m", str(causal_dir), "-i", str(src), "-k", "3", "--max-new-tokens", "6",
+        "--nbest", "2", "--batch-sentences", "3", "--device", "cpu", "-q",
+    )  # fmt: skip
+    lines = text.splitlines()
+    assert len(lines) == 2 * len(SOURCES)
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(causal_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(causal_dir)
+    for i, source in enumerate(SOURCES):
+        encoded = tokenizer([source], return_tensors="pt")
+        out = beam_search_hf(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
+                             max_new_tokens=6, num_return_sequences=2)  # fmt: skip
+        for r in range(2):
+            ids = out.sequences[0, r, : out.lengths[0, r]]
+            expected_text = tokenizer.decode(ids, skip_special_tokens=True).strip()
+            number, got_text, _, score = (f.strip() for f in lines[2 * i + r].split("|||"))
+            assert (int(number), got_text) == (i, expected_text)
             assert float(score) == pytest.approx(float(out.scores[0, r]), abs=1e-5)
 
 
@@ -141,9 +199,10 @@ LMBR_SOURCES = ["2 3 3 . 9 7", "7", "1 9 : 3 0", "4 5 %"]
 
 def _bundled_lmbr_reference(nbest: Path, weight: float, eos: bool) -> list[str]:
     """What the Python API gives for the CLI's LMBR settings (defaults p, r, alpha, order)."""
-    from tensortext.decode import LMBRBias, lmbr_theta, ngram_posteriors, translate
-    from tensortext.decode.bundled import load_bundled_translator
-    from tensortext.decode.lmbr import read_nbest
+    from tensortext.decode import translate
+    from tensortext.formats import read_nbest
+    from tensortext.lmbr import LMBRBias, lmbr_theta, ngram_posteriors
+    from tensortext.models.bundled import load_bundled_translator
 
     model = load_bundled_translator("cpu")
     word_ids = {word: i for i, word in enumerate(model.target_vocab)}
@@ -153,19 +212,19 @@ def _bundled_lmbr_reference(nbest: Path, weight: float, eos: bool) -> list[str]:
         tokenize=lambda text: [word_ids[w] for w in text.split()],
     )
 
-    def bias(batch: torch.Tensor) -> LMBRBias:
+    def bias(batch: torch.Tensor, prompt_len: int) -> LMBRBias:
         posteriors = ngram_posteriors(
             evidence.ids[batch], evidence.lengths[batch], evidence.scores[batch],
             eos_id=model.eos_id if eos else None,
         )  # fmt: skip
         return LMBRBias(posteriors, lmbr_theta(0.741, 0.62), vocab_size=model.vocab_size,
-                        eos_id=model.eos_id, weight=weight)  # fmt: skip
+                        eos_id=model.eos_id, weight=weight, prompt_len=prompt_len)  # fmt: skip
 
-    src_ids, src_lens = model.tokenize_source(LMBR_SOURCES)
+    src_ids, lengths = model.tokenize_source(LMBR_SOURCES)
     limit = model.max_len - 1
-    out = translate(model, src_ids, src_lens, num_beams=4, score_bias=bias,
+    out = translate(model, src_ids, lengths, num_beams=4, score_bias=bias,
                     max_new_tokens=lambda longest: min(2 * longest + 10, limit))  # fmt: skip
-    return model.detokenize(out.sequences[:, 0], out.lengths[:, 0] - 1)
+    return model.detokenize(*out.without_eos(0))
 
 
 @pytest.mark.parametrize("eos", [False, True])
@@ -192,7 +251,7 @@ def test_bundled_lmbr_nbest_matches_the_api(tmp_path: Path, eos: bool):
 
 def test_lmbr_ngram_files_match_nbest_posteriors(tmp_path: Path):
     """SGNMT posterior files holding the posteriors of an n-best list decode like the list."""
-    from tensortext.decode.bundled import load_bundled_translator
+    from tensortext.models.bundled import load_bundled_translator
 
     model = load_bundled_translator("cpu")
     word_ids = {word: i for i, word in enumerate(model.target_vocab)}
@@ -241,7 +300,7 @@ def test_lmbr_cli_errors(extra: list[str], message: str, tmp_path: Path, capsys)
 def test_hf_directory_with_lmbr_matches_generate(hf_dir: Path, tmp_path: Path):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from tensortext.decode import LMBRBias, lmbr_theta, ngram_posteriors
+    from tensortext.lmbr import LMBRBias, lmbr_theta, ngram_posteriors
 
     src, nbest = tmp_path / "src.txt", tmp_path / "evidence.nbest"
     src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
@@ -261,7 +320,7 @@ def test_hf_directory_with_lmbr_matches_generate(hf_dir: Path, tmp_path: Path):
                                       torch.tensor([[-0.5 if hyp else -math.inf]]))  # fmt: skip
         bias = LMBRBias(posteriors, lmbr_theta(0.741, 0.62), vocab_size=43, eos_id=0, weight=30)
         encoded = tokenizer([source], return_tensors="pt")
-        out = generate(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
+        out = beam_search_hf(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
                        max_new_tokens=8, score_bias=bias)  # fmt: skip
         ids_out = out.sequences[0, 0, : out.lengths[0, 0]]
         expected.append(tokenizer.decode(ids_out, skip_special_tokens=True).strip())

@@ -1,18 +1,23 @@
-"""``tensortext.decode.hf.generate`` against ``transformers``' own beam search.
+"""``tensortext.decode.hf`` against ``transformers``' own beam search.
 
-The reference is ``model.generate(num_beams=K, do_sample=False, ...)`` on tiny random-weight models
-built from configs (no downloads) of both families the adapter serves: encoder-decoder (Marian,
-BART, T5) and decoder-only (GPT-2, Llama).  Random models are nearly uniform and almost never emit
-EOS, which would leave the finished-hypothesis pool and the stopping rules unchecked, so a forward
-hook on each output embedding reshapes the logits (:func:`_peaky_logits`): the distribution becomes
-peaky and EOS gets a context-dependent logit, and hypotheses end at many different steps
-(:func:`test_hypotheses_end_at_many_lengths` keeps that true).
+Two entry points, one reference (``model.generate``): :func:`beam_search_hf` (tensor-native,
+returns ``BeamOutput``; compared hypothesis by hypothesis) and :func:`generate`, the drop-in
+(compared output for output: the same ``sequences`` tensor, ``sequences_scores`` and per-step
+``scores``). :class:`HFDecoder` under :func:`~tensortext.decode.translate` must decode as both.
+
+The models are tiny random-weight ones built from configs (no downloads) of both families:
+encoder-decoder (Marian, BART, T5) and decoder-only (GPT-2, Llama).  Random models are nearly
+uniform and almost never emit EOS, which would leave the finished-hypothesis pool and the stopping
+rules unchecked, so a forward hook on each output embedding reshapes the logits
+(:func:`_peaky_logits`): the distribution becomes peaky and EOS gets a context-dependent logit,
+and hypotheses end at many different steps (:func:`test_hypotheses_end_at_many_lengths` keeps
+that true).
 
 HF's ``sequences`` are the decoder start token (or the prompt) followed by the generated tokens,
-filled after each hypothesis; ours are the generated tokens only, padded after ``lengths``.  The
-hypotheses (HF's cut after the first EOS), their lengths, the output width and the scores must
-agree; the padding itself is checked against BeamOutput's contract (``pad_token_id``) because HF
-fills with EOS when ``pad_token_id`` is 0.
+filled after each hypothesis; ``BeamOutput``'s are the generated tokens only, padded after
+``lengths``.  The hypotheses (HF's cut after the first EOS), their lengths, the output width and
+the scores must agree; the padding itself is checked against ``beam_search_hf``'s contract
+(``pad_token_id``) because HF fills with EOS when ``pad_token_id`` is 0.
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from transformers import (
 )
 
 from tensortext.decode.beam import BeamOutput
-from tensortext.decode.hf import generate
+from tensortext.decode.hf import HFDecoder, beam_search_hf, generate
+from tensortext.padded import PAD_ID
 
 VOCAB = 64
 ENCODER_DECODER = ("marian", "bart", "t5")
@@ -53,15 +59,20 @@ MODELS = ENCODER_DECODER + DECODER_ONLY
 SCORE_ATOL = 1e-5
 SCORE_RTOL = 1.3e-6
 
-# Unsupported generation_config settings, each with a value that changes beam search.
+# generation_config settings of other decoding methods: refused (with the alternative named).
 UNSUPPORTED_SETTINGS = {
+    "diversity_penalty": 0.5,
+    "force_words_ids": [[5]],
+    "do_sample": True,
+}
+# Settings applied with transformers' own logits processors, each with a value that changes
+# beam search (they were refused before the drop-in generate).
+PROCESSOR_SETTINGS = {
     "repetition_penalty": 1.3,
     "encoder_repetition_penalty": 1.3,
     "no_repeat_ngram_size": 2,
     "encoder_no_repeat_ngram_size": 2,
-    "diversity_penalty": 0.5,
     "sequence_bias": {(5,): -2.0},
-    "force_words_ids": [[5]],
     "exponential_decay_length_penalty": (2, 1.5),
     "renormalize_logits": True,
 }
@@ -287,12 +298,12 @@ def assert_same_beams(ours: BeamOutput, expected: Beams, context: str = "") -> N
         rtol=SCORE_RTOL,
         msg=lambda m: f"{context}\nscores: {m}",
     )
-    # Same width; after each hypothesis, the model's pad ID.  (Not HF's fill: HF treats a
-    # pad_token_id of 0 as unset and fills with EOS.)
+    # Same width; after each hypothesis, PAD_ID: beam_search_hf returns a tensortext
+    # BeamOutput and follows the package's padding convention (generate pads as HF does).
     assert ours.sequences.shape == expected.sequences.shape, context
     beyond = torch.arange(ours.sequences.shape[-1]) >= ours.lengths[:, :, None]
     padding = ours.sequences[beyond]
-    assert bool((padding == expected.pad_id).all()), f"{context}: padding {ours.sequences}"
+    assert bool((padding == PAD_ID).all()), f"{context}: padding {ours.sequences}"
     if ours.token_scores is not None:
         torch.testing.assert_close(
             ours.token_scores,
@@ -324,7 +335,7 @@ def check_parity(
         **options,
     }
     expected = hf_generate(model, input_ids, mask, **settings_)
-    ours = generate(model, input_ids, mask, output_token_scores=True, **settings_)
+    ours = beam_search_hf(model, input_ids, mask, output_token_scores=True, **settings_)
     context = f"{name} B={batch_size} seed={seed} padded={padded} {settings_}"
     assert_same_beams(ours, expected, context)
     return ours
@@ -436,9 +447,9 @@ def test_generation_config_defaults_apply(field, value, usual, monkeypatch):
     input_ids, mask = make_inputs(model, 6, seed=7, padded=True)
     options = {"num_beams": 4, "num_return_sequences": 4, "max_new_tokens": 12}
     set_generation_config(model, monkeypatch, **{field: value})
-    ours = generate(model, input_ids, mask, **options)
+    ours = beam_search_hf(model, input_ids, mask, **options)
     assert_same_beams(ours, hf_generate(model, input_ids, mask, **options), f"{field}={value}")
-    usual_result = generate(model, input_ids, mask, **options, **{field: usual})
+    usual_result = beam_search_hf(model, input_ids, mask, **options, **{field: usual})
     assert not torch.equal(ours.sequences, usual_result.sequences), "the setting changed nothing"
 
 
@@ -465,7 +476,7 @@ def test_generation_config_settings(name, field, monkeypatch):
     model = tiny_model(name)
     input_ids, mask = make_inputs(model, 4, seed=29, padded=True)
     options = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 10}
-    before = generate(model, input_ids, mask, **options)
+    before = beam_search_hf(model, input_ids, mask, **options)
     # Values chosen from the unconstrained result, so that the setting changes it.
     eos = model.generation_config.eos_token_id
     common = _most_generated(before, 2)
@@ -477,7 +488,7 @@ def test_generation_config_settings(name, field, monkeypatch):
         "suppress_tokens": common,
     }[field]
     set_generation_config(model, monkeypatch, **{field: value})
-    ours = generate(model, input_ids, mask, **options)
+    ours = beam_search_hf(model, input_ids, mask, **options)
     assert_same_beams(ours, hf_generate(model, input_ids, mask, **options), f"{field}={value}")
     assert not torch.equal(ours.sequences, before.sequences), "the setting changed nothing"
 
@@ -488,7 +499,7 @@ def test_forced_bos_token(monkeypatch):
     set_generation_config(model, monkeypatch, forced_bos_token_id=0)
     input_ids, mask = make_inputs(model, 4, seed=3, padded=True)
     options = {"num_beams": 3, "num_return_sequences": 3, "max_new_tokens": 8}
-    ours = generate(model, input_ids, mask, **options)
+    ours = beam_search_hf(model, input_ids, mask, **options)
     assert_same_beams(ours, hf_generate(model, input_ids, mask, **options))
     assert bool((ours.sequences[:, :, 0] == 0).all())
 
@@ -502,7 +513,7 @@ def test_bad_words_equal_to_eos_are_ignored_as_in_generate(monkeypatch):
     options = {"num_beams": 2, "max_new_tokens": 6}
     expected = hf_generate(model, input_ids, mask, **options)
     assert bool((expected.lengths < 6).any())  # generate did end a hypothesis with EOS
-    assert_same_beams(generate(model, input_ids, mask, **options), expected)
+    assert_same_beams(beam_search_hf(model, input_ids, mask, **options), expected)
 
 
 def test_begin_suppress_tokens_after_a_forced_bos(monkeypatch):
@@ -513,7 +524,8 @@ def test_begin_suppress_tokens_after_a_forced_bos(monkeypatch):
     input_ids, mask = make_inputs(model, 3, seed=5, padded=False)
     options = {"num_beams": 2, "max_new_tokens": 5}
     assert_same_beams(
-        generate(model, input_ids, mask, **options), hf_generate(model, input_ids, mask, **options)
+        beam_search_hf(model, input_ids, mask, **options),
+        hf_generate(model, input_ids, mask, **options),
     )
 
 
@@ -523,15 +535,32 @@ def test_unsupported_generation_config_setting_is_refused(field, monkeypatch):
     set_generation_config(model, monkeypatch, **{field: UNSUPPORTED_SETTINGS[field]})
     input_ids, mask = make_inputs(model, 2, seed=0, padded=False)
     with pytest.raises(ValueError, match=field):
-        generate(model, input_ids, mask, num_beams=2, max_new_tokens=3)
+        beam_search_hf(model, input_ids, mask, num_beams=2, max_new_tokens=3)
 
 
-def test_multi_token_bad_words_are_refused(monkeypatch):
+@pytest.mark.parametrize("field", sorted(PROCESSOR_SETTINGS))
+@pytest.mark.parametrize("name", ["marian", "gpt2"])
+def test_processor_settings_of_the_generation_config_apply(name, field, monkeypatch):
+    """Formerly refused settings now run through transformers' own processors, as in generate.
+    (``sequence_bias`` and ``renormalize_logits`` may leave the result unchanged.)"""
+    model = tiny_model(name)
+    input_ids, mask = make_inputs(model, 4, seed=31, padded=True)
+    options = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 10}
+    set_generation_config(model, monkeypatch, **{field: PROCESSOR_SETTINGS[field]})
+    ours = beam_search_hf(model, input_ids, mask, **options)
+    assert_same_beams(ours, hf_generate(model, input_ids, mask, **options), field)
+
+
+def test_multi_token_bad_words_apply(monkeypatch):
     model = tiny_model("gpt2")
-    set_generation_config(model, monkeypatch, bad_words_ids=[[5], [6, 7]])
-    input_ids, mask = make_inputs(model, 2, seed=0, padded=False)
-    with pytest.raises(ValueError, match="bad_words_ids"):
-        generate(model, input_ids, mask, num_beams=2, max_new_tokens=3)
+    input_ids, mask = make_inputs(model, 3, seed=0, padded=True)
+    options = {"num_beams": 3, "max_new_tokens": 8}
+    before = beam_search_hf(model, input_ids, mask, **options)
+    first_two = before.sequences[0, 0, :2].tolist()
+    set_generation_config(model, monkeypatch, bad_words_ids=[[5], first_two])
+    ours = beam_search_hf(model, input_ids, mask, **options)
+    assert_same_beams(ours, hf_generate(model, input_ids, mask, **options), "bad_words_ids")
+    assert not torch.equal(ours.sequences, before.sequences), "the setting changed nothing"
 
 
 # --------------------------------------------------------------------------------------------
@@ -550,11 +579,13 @@ def test_logits_processor_is_passed_through(name, processor):
     input_ids, mask = make_inputs(model, 4, seed=13, padded=True)
     options = {"num_beams": 4, "num_return_sequences": 2, "max_new_tokens": 12}
     processors = LogitsProcessorList([processor])
-    ours = generate(model, input_ids, mask, logits_processor=processors, **options)
+    ours = beam_search_hf(model, input_ids, mask, logits_processor=processors, **options)
     expected = hf_generate(model, input_ids, mask, logits_processor=processors, **options)
     assert_same_beams(ours, expected, type(processor).__name__)
     # The processor must matter here, or this test checks nothing.
-    assert not torch.equal(ours.sequences, generate(model, input_ids, mask, **options).sequences)
+    assert not torch.equal(
+        ours.sequences, beam_search_hf(model, input_ids, mask, **options).sequences
+    )
 
 
 class _AddScores(LogitsProcessor):
@@ -575,12 +606,14 @@ def test_score_bias_matches_an_additive_processor(name):
     # Row r of the bias is beam slot r % K of sentence r // K in both implementations.
     bias = 2.0 * torch.randn(B * K, VOCAB, generator=torch.Generator().manual_seed(0))
     options = {"num_beams": K, "num_return_sequences": 2, "max_new_tokens": 10}
-    ours = generate(model, input_ids, mask, score_bias=lambda tokens: bias, **options)
+    ours = beam_search_hf(model, input_ids, mask, score_bias=lambda tokens: bias, **options)
     expected = hf_generate(
         model, input_ids, mask, logits_processor=LogitsProcessorList([_AddScores(bias)]), **options
     )
     assert_same_beams(ours, expected, "score_bias")
-    assert not torch.equal(ours.sequences, generate(model, input_ids, mask, **options).sequences)
+    assert not torch.equal(
+        ours.sequences, beam_search_hf(model, input_ids, mask, **options).sequences
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -595,10 +628,10 @@ def test_sentence_decodes_the_same_alone_and_in_a_batch(name):
     model = tiny_model(name)
     input_ids, mask = make_inputs(model, 5, seed=19, padded=True)
     options = {"num_beams": 3, "num_return_sequences": 3, "max_new_tokens": 10}
-    batch = generate(model, input_ids, mask, **options)
+    batch = beam_search_hf(model, input_ids, mask, **options)
     for row in range(input_ids.shape[0]):
         real = input_ids[row][mask[row].bool()][None]  # [1, S_row], no padding
-        alone = generate(model, real, None, **options)
+        alone = beam_search_hf(model, real, None, **options)
         T = int(alone.lengths.max())
         assert torch.equal(alone.lengths, batch.lengths[row : row + 1]), f"sentence {row}"
         assert torch.equal(alone.sequences, batch.sequences[row : row + 1, :, :T]), (
@@ -610,7 +643,7 @@ def test_sentence_decodes_the_same_alone_and_in_a_batch(name):
             alone.scores, batch.scores[row : row + 1], atol=SCORE_ATOL, rtol=SCORE_RTOL
         )
     # Batch order: the reversed batch gives the reversed results.
-    flipped = generate(model, input_ids.flip(0), mask.flip(0), **options)
+    flipped = beam_search_hf(model, input_ids.flip(0), mask.flip(0), **options)
     assert torch.equal(flipped.sequences, batch.sequences.flip(0))
     torch.testing.assert_close(
         flipped.scores, batch.scores.flip(0), atol=SCORE_ATOL, rtol=SCORE_RTOL
@@ -638,7 +671,7 @@ def test_encoder_and_prefill_run_once_per_sentence(name):
     if model.config.is_encoder_decoder:
         hooks.append(model.get_encoder().register_forward_hook(on_encoder, with_kwargs=True))
     try:
-        generate(model, input_ids, mask, num_beams=K, max_new_tokens=6)
+        beam_search_hf(model, input_ids, mask, num_beams=K, max_new_tokens=6)
     finally:
         for hook in hooks:
             hook.remove()
@@ -678,5 +711,234 @@ def test_bad_input_names_the_argument(name, case):
         "max_new_tokens": 3,
         **changes,
     }
-    with pytest.raises(ValueError, match=argument):
-        generate(tiny_model(name), **kwargs)
+    # The exception rule: TypeError for a wrong dtype (was ValueError), ValueError otherwise.
+    error = TypeError if case == "int32 input_ids" else ValueError
+    with pytest.raises(error, match=argument):
+        beam_search_hf(tiny_model(name), **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# generate: a drop-in for model.generate
+# --------------------------------------------------------------------------------------------
+
+
+def assert_same_generate_output(ours: Any, theirs: Any, context: str) -> None:
+    """Identical sequences; ``sequences_scores`` and every step's ``scores`` close."""
+    if isinstance(theirs, Tensor):
+        assert isinstance(ours, Tensor), f"{context}: got {type(ours).__name__}"
+        assert torch.equal(ours, theirs), f"{context}\nours {ours.tolist()}\nHF   {theirs.tolist()}"
+        return
+    assert type(ours) is type(theirs), f"{context}: {type(ours).__name__}"
+    assert torch.equal(ours.sequences, theirs.sequences), (
+        f"{context}\nours {ours.sequences.tolist()}\nHF   {theirs.sequences.tolist()}"
+    )
+    for field in ("sequences_scores", "scores"):
+        mine, expected = getattr(ours, field, None), getattr(theirs, field, None)
+        assert (mine is None) == (expected is None), f"{context}: {field} {mine} vs {expected}"
+    if theirs.scores is not None:
+        assert len(ours.scores) == len(theirs.scores), f"{context}: steps"
+        for step, (mine, expected) in enumerate(zip(ours.scores, theirs.scores, strict=True)):
+            torch.testing.assert_close(
+                mine, expected, atol=SCORE_ATOL, rtol=SCORE_RTOL,
+                msg=lambda m, step=step: f"{context}\nscores[{step}]: {m}",
+            )  # fmt: skip
+    if getattr(theirs, "sequences_scores", None) is not None:
+        torch.testing.assert_close(
+            ours.sequences_scores, theirs.sequences_scores, atol=SCORE_ATOL, rtol=SCORE_RTOL,
+            msg=lambda m: f"{context}\nsequences_scores: {m}",
+        )  # fmt: skip
+
+
+def check_drop_in(name: str, *, batch_size: int = 4, seed: int = 37, **kwargs: Any) -> Any:
+    """``generate(model, ...)`` against ``model.generate(...)`` on padded inputs (left-padded
+    prompts for decoder-only models); returns HF's output."""
+    model = tiny_model(name)
+    input_ids, mask = make_inputs(model, batch_size, seed, padded=True)
+    theirs = model.generate(input_ids, attention_mask=mask, **kwargs)
+    ours = generate(model, input_ids, mask, **kwargs)
+    assert_same_generate_output(ours, theirs, f"{name} {kwargs}")
+    return theirs
+
+
+DROP_IN_CASES = {
+    "beam": {"num_beams": 4, "max_new_tokens": 10},
+    "greedy": {"num_beams": 1, "max_new_tokens": 10},
+    "R2": {"num_beams": 4, "num_return_sequences": 2, "max_new_tokens": 12},
+    "max_length": {"num_beams": 3, "max_length": 14},
+    "default_length": {"num_beams": 2},
+    "dict_scores": {
+        "num_beams": 4, "num_return_sequences": 2, "max_new_tokens": 9,
+        "return_dict_in_generate": True, "output_scores": True,
+    },
+    "dict_no_scores": {"num_beams": 3, "max_new_tokens": 6, "return_dict_in_generate": True},
+    "greedy_dict_scores": {
+        "num_beams": 1, "max_new_tokens": 8, "return_dict_in_generate": True, "output_scores": True,
+    },
+    "no_repeat_ngram": {"num_beams": 4, "max_new_tokens": 12, "no_repeat_ngram_size": 2},
+    "repetition_penalty": {"num_beams": 4, "max_new_tokens": 12, "repetition_penalty": 1.3},
+    "greedy_repetition_penalty": {"num_beams": 1, "max_new_tokens": 12, "repetition_penalty": 1.3},
+    "min_new_tokens": {"num_beams": 3, "max_new_tokens": 10, "min_new_tokens": 4},
+    "early_stopping_lp": {
+        "num_beams": 3, "max_new_tokens": 10, "early_stopping": True, "length_penalty": 0.5,
+    },
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(DROP_IN_CASES))
+@pytest.mark.parametrize("name", MODELS)
+def test_generate_is_a_drop_in(name, case):
+    check_drop_in(name, **DROP_IN_CASES[case])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_generate_takes_a_generation_config_with_overrides(name):
+    """HF's precedence: keyword overrides > generation_config= > model.generation_config."""
+    config = transformers.GenerationConfig(
+        num_beams=3, max_new_tokens=7, length_penalty=0.5, num_return_sequences=3
+    )
+    check_drop_in(name, generation_config=config)
+    check_drop_in(name, generation_config=config, num_return_sequences=2, max_new_tokens=9)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_generate_multi_token_bad_words(name):
+    """Bad words of two tokens, taken from the unconstrained result so that they matter."""
+    options = {"num_beams": 3, "max_new_tokens": 10}
+    before = check_drop_in(name, **options)
+    prompt_len = 1 if tiny_model(name).config.is_encoder_decoder else None
+    generated = before[:, prompt_len or before.shape[1] - 10 :]
+    bad = [generated[0, :2].tolist(), generated[1, 1:3].tolist()]
+    after = check_drop_in(name, bad_words_ids=bad, **options)
+    assert not torch.equal(after, before), "the bad words changed nothing"
+
+
+@pytest.mark.parametrize("name", ["bart", "llama"])
+def test_generate_logits_processor_merges_as_generate(name):
+    processors = LogitsProcessorList([NoRepeatNGramLogitsProcessor(3)])
+    check_drop_in(name, num_beams=3, max_new_tokens=10, logits_processor=processors)
+    # Same type as a configured processor: the caller's replaces it.
+    check_drop_in(
+        name, num_beams=3, max_new_tokens=10, no_repeat_ngram_size=2, logits_processor=processors
+    )
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_generate_refuses_sampling_naming_model_generate(name):
+    model = tiny_model(name)
+    input_ids, mask = make_inputs(model, 2, seed=0, padded=True)
+    with pytest.raises(ValueError, match=r"do_sample.*model\.generate"):
+        generate(model, input_ids, mask, do_sample=True, num_beams=2)
+
+
+def test_generate_refuses_unknown_keywords():
+    model = tiny_model("t5")
+    input_ids, mask = make_inputs(model, 2, seed=0, padded=True)
+    with pytest.raises(TypeError, match="num_beam_s"):
+        generate(model, input_ids, mask, num_beam_s=2)
+    with pytest.raises(ValueError, match="max_length"):
+        generate(model, input_ids, mask, num_beams=2, max_length=1)
+
+
+# --------------------------------------------------------------------------------------------
+# HFDecoder: the Decoder protocol, explicit state
+# --------------------------------------------------------------------------------------------
+
+
+def _right_padded(model: Any, input_ids: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    """generate's inputs in the Decoder convention: real tokens first, -1 after ``lengths``."""
+    lengths = mask.sum(1)
+    order = torch.sort(mask, dim=1, descending=True, stable=True).indices  # real tokens first
+    src_ids = input_ids.gather(1, order)
+    src_ids[torch.arange(src_ids.shape[1]) >= lengths[:, None]] = -1
+    return src_ids, lengths
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_translate_with_hf_decoder_equals_generate(name):
+    from tensortext.decode import Decoder, translate
+
+    model = tiny_model(name)
+    input_ids, mask = make_inputs(model, 5, seed=41, padded=True)
+    options = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 9}
+    expected = beam_search_hf(model, input_ids, mask, **options)
+    assert_same_beams(expected, hf_generate(model, input_ids, mask, **options), name)
+    decoder = HFDecoder(model, max_new_tokens=9)
+    assert isinstance(decoder, Decoder)
+    src_ids, lengths = _right_padded(model, input_ids, mask)
+    ours = translate(decoder, src_ids, lengths, max_sentences=2, **options)
+    for b in range(input_ids.shape[0]):
+        for r in range(2):
+            got = ours.sequences[b, r, : ours.lengths[b, r]].tolist()
+            want = expected.sequences[b, r, : expected.lengths[b, r]].tolist()
+            assert got == want, f"{name} sentence {b} beam {r}"
+    torch.testing.assert_close(ours.scores, expected.scores, atol=SCORE_ATOL, rtol=SCORE_RTOL)
+
+
+def test_hf_decoder_state_is_explicit():
+    """Two searches interleaved on one decoder do not interfere: the state is all there is."""
+    model = tiny_model("marian")
+    decoder = HFDecoder(model, max_new_tokens=5)
+    ids_a, mask_a = make_inputs(model, 2, seed=1, padded=False)
+    ids_b, mask_b = make_inputs(model, 3, seed=2, padded=False)
+    start_a, state_a = decoder.prepare_inputs(ids_a, mask_a, 2)
+    start_b, state_b = decoder.prepare_inputs(ids_b, mask_b, 2)
+    tokens_a, tokens_b = start_a.repeat_interleave(2, 0), start_b.repeat_interleave(2, 0)
+    first_a, state_a = decoder.step(tokens_a, state_a)
+    first_b, state_b = decoder.step(tokens_b, state_b)
+    again_a, _ = decoder.step(tokens_a, decoder.prepare_inputs(ids_a, mask_a, 2)[1])
+    assert torch.equal(first_a, again_a)
+    assert first_a.shape == (4, VOCAB) and first_b.shape == (6, VOCAB)
+    assert state_a.cache is not state_b.cache
+
+
+@st.composite
+def generate_settings(draw: st.DrawFn) -> dict[str, Any]:
+    """``model.generate`` keywords: lengths either way, greedy or beam, HF's processors."""
+    name = draw(st.sampled_from(MODELS))
+    num_beams = draw(st.integers(1, 5))
+    max_new_tokens = draw(st.integers(2, 12))
+    kwargs: dict[str, Any] = {
+        "num_beams": num_beams,
+        "num_return_sequences": draw(st.integers(1, num_beams)),
+        "return_dict_in_generate": draw(st.booleans()),
+        "output_scores": draw(st.booleans()),
+        "use_cache": draw(st.booleans()),
+        "length_penalty": draw(st.sampled_from([1.0, 0.0, 0.5, 2.0, -1.0])),
+        "early_stopping": draw(st.sampled_from([False, True, "never"])),
+        "no_repeat_ngram_size": draw(st.sampled_from([0, 2, 3])),
+        "repetition_penalty": draw(st.sampled_from([1.0, 1.3, 0.8])),
+        "min_new_tokens": draw(st.integers(0, 3)),
+    }
+    if draw(st.booleans()):
+        kwargs["max_new_tokens"] = max_new_tokens
+    else:  # max_length counts the decoder prompt: 1 token, or the (padded) prompt width
+        kwargs["max_length"] = max_new_tokens + (1 if name in ENCODER_DECODER else 9)
+    return {"name": name, "batch_size": draw(st.integers(1, 5)), "seed": draw(st.integers(0, 99)),
+            **kwargs}  # fmt: skip
+
+
+@settings(SETTINGS, max_examples=max(1, MAX_EXAMPLES // 3))
+@given(generate_settings())
+def test_generate_matches_model_generate_property(case):
+    check_drop_in(**case)
+
+
+@pytest.mark.parametrize("name", DECODER_ONLY)
+def test_generate_infers_the_mask_of_left_padded_prompts(name):
+    """Without attention_mask, generate treats pad tokens as padding (unless pad is EOS)."""
+    model = tiny_model(name)
+    input_ids, _ = make_inputs(model, 4, seed=43, padded=True)
+    options = {"num_beams": 3, "max_new_tokens": 8, "num_return_sequences": 2}
+    assert_same_generate_output(
+        generate(model, input_ids, **options), model.generate(input_ids, **options), name
+    )
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_generate_special_token_overrides(name):
+    """pad_token_id (the fill after EOS), several eos_token_id, decoder_start_token_id."""
+    eos = tiny_model(name).generation_config.eos_token_id
+    check_drop_in(
+        name, num_beams=3, num_return_sequences=3, max_new_tokens=9, pad_token_id=7,
+        eos_token_id=[eos, 5], decoder_start_token_id=3,
+    )  # fmt: skip

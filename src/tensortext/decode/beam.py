@@ -100,7 +100,7 @@ def beam_search(
             candidate.  ``None`` keeps all.
         num_return_sequences: ``R``, hypotheses to return per sentence, ``1 <= R <= K``.
         score_bias: ``score_bias(tokens [B*K, t]) -> [B*K, V]`` added to the log-probabilities
-            before selection (e.g. :class:`~tensortext.decode.lmbr.LMBRBias`).
+            before selection (e.g. :class:`~tensortext.lmbr.LMBRBias`).
         logits_processor: ``processor(tokens [B*K, t], log_probs [B*K, V]) -> [B*K, V]``, applied
             before ``score_bias``; a ``transformers.LogitsProcessorList`` works as is.
         reorder: ``reorder(state, beam_idx [B*K]) -> state``; default
@@ -151,20 +151,37 @@ def beam_search(
         pad_id=pad_id,
         vocab_size=vocab_size,
     )
+    start_ids = check_start_ids(start_ids, batch_size)
     spec = _SearchSpec.create(
-        check_start_ids(start_ids, batch_size), num_beams, eos_ids, max_new_tokens,
-        min_new_tokens, length_penalty, early_stopping, finished, prune_threshold, pad_id,
-        output_token_scores,
+        start_ids, num_beams, eos_ids, max_new_tokens, min_new_tokens, length_penalty,
+        early_stopping, finished, prune_threshold, pad_id, output_token_scores,
     )  # fmt: skip
     reorder_fn: Callable[[Any, Tensor], Any] = reorder if reorder is not None else reorder_state
-    beams = spec.initial_beams(start_ids)
+    pool = _search(step_fn, state, reorder_fn, spec.initial_beams(start_ids), spec,
+                   logits_processor, score_bias)  # fmt: skip
+    return _output(pool, num_return_sequences, spec)
+
+
+def _search(
+    step_fn: StepFn[Any],
+    state: Any,
+    reorder: Callable[[Any, Tensor], Any],
+    beams: _Beams,
+    spec: _SearchSpec,
+    logits_processor: LogitsProcessor | None,
+    score_bias: ScoreBias | None,
+) -> HypothesisPool:
+    """The step loop: one model call per step, until every sentence is done or the limit.
+
+    Returns the pool of finished hypotheses (in mask mode backfilled from the fallbacks).
+    """
     pool = spec.new_pool()
     # Mask mode only: EOS candidates that fell out of the beam (note 5) and the beams cut off at
     # max_new_tokens, used in that order when too few EOS hypotheses survived.
     fallbacks = None if spec.refill else (spec.new_pool(), spec.new_pool())
     done = torch.zeros(spec.B, dtype=torch.bool, device=spec.device)
-    for step in range(max_new_tokens):
-        last_step = step + 1 == max_new_tokens
+    for step in range(spec.max_new_tokens):
+        last_step = step + 1 == spec.max_new_tokens
         tokens = beams.tokens[:, :, : spec.P + step].reshape(spec.B * spec.K, spec.P + step)
         log_probs, state = step_fn(tokens, state)
         log_probs = _processed_log_probs(
@@ -177,13 +194,13 @@ def beam_search(
         if last_step:
             break
         beams, parent = _next_beams(candidates, spec)
-        state = reorder_fn(state, (parent + spec.sentence_offsets).view(spec.B * spec.K))
+        state = reorder(state, (parent + spec.sentence_offsets).view(spec.B * spec.K))
         done |= _sentence_done(beams.scores, pool, spec, step + 1)
         if bool(done.all()):  # the one host sync per step
             break
     if fallbacks is not None:
         pool = pool.backfilled(fallbacks[0]).backfilled(fallbacks[1])
-    return _output(pool, num_return_sequences, spec)
+    return pool
 
 
 @dataclass(frozen=True)

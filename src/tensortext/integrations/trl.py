@@ -9,12 +9,13 @@ per generation.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import torch
 
-from tensortext.bleu import Compat, make_config, sentence_bleu
-from tensortext.ragged import pad_ragged, pad_ragged_refs
+from tensortext._checks import DeviceLike, resolve_device
+from tensortext.bleu import BleuConfig, sentence_bleu
+from tensortext.padded import pad_ragged, pad_ragged_refs
 
 __all__ = ["bleu_reward"]
 
@@ -28,14 +29,8 @@ def bleu_reward(
     *,
     tokenizer: _Encoder | Callable[[str], list[int]] | None = None,
     eos_id: int | None = None,
-    max_ngram_order: int = 4,
-    weights: Sequence[float] | None = None,
-    smooth_method: str = "exp",
-    smooth_value: float | None = None,
-    effective_order: bool = False,
-    compat: Compat = "sacrebleu",
-    auto_reweigh: bool = False,
-    device: torch.device | str | None = None,
+    config: BleuConfig | None = None,
+    device: DeviceLike | Literal["auto"] | None = "auto",
 ) -> Callable[..., list[float]]:
     """Makes a TRL reward function: per-completion token-ID BLEU against a dataset column.
 
@@ -48,65 +43,65 @@ def bleu_reward(
             for text references; its ``eos_token_id`` is the default ``eos_id``.
         eos_id: a completion's trailing ``eos_id`` is dropped before scoring (TRL's
             completions include the first EOS; references usually don't).
-        max_ngram_order, weights, smooth_method, smooth_value, effective_order, compat,
-            auto_reweigh: as in :func:`tensortext.sentence_bleu`.
-        device: where to score; default CUDA when available, else CPU.
+        config: the scoring options (:class:`~tensortext.bleu.BleuConfig`); default
+            ``BleuConfig()``: sacrebleu's sentence BLEU with ``exp`` smoothing, float32.
+        device: where to score, under the package's device rule: ``"auto"`` (the default)
+            is CUDA when available, else the CPU; ``None`` is the CPU.
 
     Returns:
         ``reward_func(completion_ids, **kwargs) -> list[float]`` (named ``bleu``), scores in 0..1.
 
+    Raises:
+        TypeError: ``config`` is not a ``BleuConfig``. ValueError: a bad ``device``.
+
     Example:
-        >>> reward = bleu_reward("reference")
+        >>> reward = bleu_reward("reference", device=None)
         >>> reward(completion_ids=[[5, 6, 7, 8]], reference=[[5, 6, 7, 8]])
         [1.0]
+        >>> nltk = bleu_reward(config=BleuConfig(compat="nltk", smooth_method="method1"))
     """
-    options = dict(
-        max_ngram_order=max_ngram_order,
-        weights=weights,
-        smooth_method=smooth_method,
-        smooth_value=smooth_value,
-        effective_order=effective_order,
-        compat=compat,
-        auto_reweigh=auto_reweigh,
-    )
-    make_config(**options, dtype=torch.float32)  # type: ignore[arg-type]
+    if config is None:
+        config = BleuConfig()
+    elif not isinstance(config, BleuConfig):
+        raise TypeError(f"config must be a BleuConfig or None, got {type(config).__name__}")
     if eos_id is None and tokenizer is not None:
         eos_id = getattr(tokenizer, "eos_token_id", None)
-    target = torch.device(device) if device is not None else _default_device()
+    target = resolve_device(device)
+    scoring = config
 
     def bleu(completion_ids: Sequence[Sequence[int]] | None = None, **kwargs: Any) -> list[float]:
-        if completion_ids is None:
-            raise ValueError("the reward function needs completion_ids (TRL passes them)")
-        if ref_column not in kwargs:
-            columns = sorted(k for k in kwargs if k not in ("prompts", "completions"))
-            raise ValueError(
-                f"no dataset column {ref_column!r} among {columns}; pass "
-                "bleu_reward(ref_column=<the column with the references>)"
-            )
-        references = kwargs[ref_column]
-        if len(references) != len(completion_ids):
-            raise ValueError(
-                f"{len(completion_ids)} completions but {len(references)} entries in "
-                f"{ref_column!r}; they must align one to one"
-            )
-        hyps = [_strip_eos(list(map(int, ids)), eos_id) for ids in completion_ids]
+        references = _column(ref_column, completion_ids, kwargs)
+        hyps = [_strip_eos(list(map(int, ids)), eos_id) for ids in completion_ids or ()]
         refs = [_reference_set(entry, tokenizer, ref_column) for entry in references]
-        hyp_ids, hyp_lens = pad_ragged(hyps, device=target)
-        ref_ids, ref_lens = pad_ragged_refs(refs, device=target)
         scores = sentence_bleu(
-            hyp_ids,
-            ref_ids,
-            hyp_lens=hyp_lens,
-            ref_lens=ref_lens,
-            **options,  # type: ignore[arg-type]
+            pad_ragged(hyps, device=target),
+            pad_ragged_refs(refs, device=target),
+            config=scoring,
         )
-        return [float(s) for s in scores.tolist()]
+        return [float(s) for s in scores.tolist()]  # the one host copy: TRL wants floats
 
     return bleu
 
 
-def _default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+def _column(
+    ref_column: str, completion_ids: Sequence[Sequence[int]] | None, kwargs: dict[str, Any]
+) -> Sequence[object]:
+    """The references of a call, checked against the completions."""
+    if completion_ids is None:
+        raise ValueError("the reward function needs completion_ids (TRL passes them)")
+    if ref_column not in kwargs:
+        columns = sorted(k for k in kwargs if k not in ("prompts", "completions"))
+        raise ValueError(
+            f"no dataset column {ref_column!r} among {columns}; pass "
+            "bleu_reward(ref_column=<the column with the references>)"
+        )
+    references: Sequence[object] = kwargs[ref_column]
+    if len(references) != len(completion_ids):
+        raise ValueError(
+            f"{len(completion_ids)} completions but {len(references)} entries in "
+            f"{ref_column!r}; they must align one to one"
+        )
+    return references
 
 
 def _strip_eos(ids: list[int], eos_id: int | None) -> list[int]:

@@ -1,4 +1,4 @@
-"""``BLEU``: a torchmetrics-style accumulator over the functional BLEU API."""
+"""``BLEU``: a torchmetrics-style accumulator over the same stats -> score pair as the functions."""
 
 from __future__ import annotations
 
@@ -8,15 +8,10 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from tensortext.bleu import (
-    Compat,
-    _last_row,
-    _method6_check,
-    _score,
-    _stats_from_batch,
-    format_batch,
-    make_config,
-)
+from tensortext.bleu.config import BleuConfig, Compat, resolve_config
+from tensortext.bleu.score import check_method6, score_stats
+from tensortext.bleu.stats import compute_stats, format_batch, last_row
+from tensortext.padded import Padded
 
 __all__ = ["BLEU"]
 
@@ -32,8 +27,23 @@ class BLEU:
     saw data, as if the ranks' data were concatenated in rank order.
 
     Args:
-        max_ngram_order, weights, smooth_method, smooth_value, effective_order, compat,
-            auto_reweigh, dtype, validate: as in :func:`tensortext.sentence_bleu`.
+        max_ngram_order: highest n-gram order ``N``.
+        weights: NLTK's per-order weights (``compat="nltk"`` only); default uniform ``1/N``.
+        smooth_method: sacrebleu's ``"none"``, ``"floor"``, ``"add-k"``, ``"exp"``; with
+            ``compat="nltk"`` also ``"method0"`` .. ``"method7"``.
+        smooth_value: the method's parameter (floor, k, epsilon, alpha); ``None``: the
+            library's default.
+        effective_order: sacrebleu's option: drop orders without any n-gram.
+        compat: ``"sacrebleu"`` or ``"nltk"``: whose definition to match exactly.
+        auto_reweigh: NLTK's option for hypotheses shorter than 4.
+        dtype: ``torch.float32`` or ``torch.float64``, of the result and the arithmetic.
+        config: all of the eight options above at once (see :class:`BleuConfig`); pass either
+            ``config`` or the option keywords.
+        validate: check each batch's lengths and IDs (a host sync per ``update``), and NLTK's
+            method6 in ``compute``; ``False`` skips it.
+
+    Raises:
+        TypeError, ValueError: a wrong option (see :class:`BleuConfig`).
 
     Example:
         >>> metric = BLEU()
@@ -53,9 +63,11 @@ class BLEU:
         compat: Compat = "sacrebleu",
         auto_reweigh: bool = False,
         dtype: torch.dtype = torch.float32,
+        config: BleuConfig | None = None,
         validate: bool = True,
     ) -> None:
-        self.config = make_config(
+        self.config = resolve_config(
+            config,
             max_ngram_order=max_ngram_order,
             weights=weights,
             smooth_method=smooth_method,
@@ -76,8 +88,8 @@ class BLEU:
 
     def update(
         self,
-        hyp_ids: Tensor,
-        ref_ids: Tensor,
+        hyp_ids: Tensor | Padded,
+        ref_ids: Tensor | Padded,
         *,
         hyp_lens: Tensor | None = None,
         ref_lens: Tensor | None = None,
@@ -96,12 +108,12 @@ class BLEU:
             pad_id=pad_id,
             validate=self.validate,
         )
-        stats = _stats_from_batch(batch, self.config.stats_order, self.config.compat)
+        stats = compute_stats(batch, self.config)
         if stats.shape[0] == 0:
             return stats
         total = stats.sum(0)
         self.stats = total if self.stats is None else self.stats + total.to(self.stats.device)
-        self.last_stats = _last_row(stats)
+        self.last_stats = last_row(stats)
         return stats
 
     def compute(self) -> Tensor:
@@ -114,9 +126,9 @@ class BLEU:
             stats, last = self.stats.to(device).clone(), self.last_stats.to(device)
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             stats, last = _all_reduce(stats, last, seen=self.stats is not None)
-        score = _score(stats, last, self.config)
-        if self.validate and self.config.method == "method6":
-            _method6_check(score, "corpus")
+        score = score_stats(stats, last, self.config)
+        if self.validate:
+            check_method6(score, self.config, "corpus")
         return score
 
     def _device(self) -> torch.device:

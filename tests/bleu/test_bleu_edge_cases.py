@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from reference import (
+from oracles.bleu import (
     ATOL,
     NLTK_METHODS,
     SACREBLEU_METHODS,

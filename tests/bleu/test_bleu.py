@@ -4,7 +4,7 @@ Every test draws a logical batch (plain lists, scored by the reference library) 
 encoding of it (explicit lengths with junk past them, or pad_id padding on the right, on the left
 or scattered inside), and checks tensortext against the reference row by row.
 
-Tolerances (see ``reference.ATOL``): float32 1e-6 absolute, float64 1e-12 absolute, rtol=0; the
+Tolerances (see ``oracles.bleu.ATOL``): float32 1e-6 absolute, float64 1e-12 absolute, rtol=0; the
 integer statistics must match exactly.
 """
 
@@ -17,7 +17,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference import (
+from oracles.bleu import (
     ATOL,
     NLTK_ALIASES,
     NLTK_METHODS,
@@ -359,7 +359,7 @@ def test_a_row_does_not_depend_on_the_rest_of_the_batch(
 def test_random_large_batch(seed: int, opts: dict[str, Any]) -> None:
     import random
 
-    from reference import pad_with_id
+    from oracles.bleu import pad_with_id
 
     rng = random.Random(seed)
     vocab = [rng.randrange(2**40) for _ in range(12)] if seed == 2 else list(range(12))

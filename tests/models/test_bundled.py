@@ -8,12 +8,14 @@ from importlib import resources
 import pytest
 import torch
 
-import tensortext.decode.bundled as bundled
-from tensortext.decode.bundled import (
+import tensortext.models.bundled.load as bundled_load
+from tensortext.decode import Decoder, translate
+from tensortext.models.bundled import (
     BundledTranslator,
     TranslatorState,
     load_bundled_translator,
 )
+from tensortext.padded import PAD_ID, Padded
 
 MODEL_DIR = resources.files("tensortext").joinpath("data/model")
 EVIDENCE_MODEL_DIR = resources.files("tensortext").joinpath("data/evidence_model")
@@ -58,8 +60,7 @@ def _assert_log_probs_close(actual: torch.Tensor, expected: torch.Tensor) -> Non
 
 def greedy(translator: BundledTranslator, lines: list[str], max_new_tokens: int = 32) -> list[str]:
     src_ids, src_lens = translator.tokenize_source(lines)
-    state = translator.prepare(src_ids, src_lens, num_beams=1)
-    tokens = torch.full((len(lines), 1), translator.start_id, device=src_ids.device)
+    tokens, state = translator.prepare(src_ids, src_lens, num_beams=1)
     for _ in range(max_new_tokens):
         log_probs, state = translator.step(tokens, state)
         tokens = torch.cat([tokens, log_probs.argmax(-1, keepdim=True)], dim=1)
@@ -96,13 +97,13 @@ def test_vocabulary_and_special_ids(translator: BundledTranslator) -> None:
 
 
 def test_checksum_mismatch_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    read = bundled._read
+    read = bundled_load._read
 
     def tampered(directory: str, name: str) -> bytes:
         data = read(directory, name)
         return data[:-1] + bytes([data[-1] ^ 1]) if name == "weights.pt" else data
 
-    monkeypatch.setattr(bundled, "_read", tampered)
+    monkeypatch.setattr(bundled_load, "_read", tampered)
     with pytest.raises(ValueError, match=r"data/model/weights\.pt has sha256"):
         load_bundled_translator()
     with pytest.raises(ValueError, match=r"data/evidence_model/weights\.pt has sha256"):
@@ -143,7 +144,7 @@ def test_cached_step_matches_full_recompute_through_reorders(on_device: BundledT
     src_ids, src_lens = translator.tokenize_source(
         ["4 0 7 1 5", "1 9 . 0 2 . 2 0 3 6", "7 : 3 0 pm - 1 1 : 4 5 pm"]
     )
-    state = translator.prepare(src_ids, src_lens, num_beams=beams)
+    _, state = translator.prepare(src_ids, src_lens, num_beams=beams)
     # The uncached reference sees each row's sentence repeated, as a plain batch of N * K.
     rows_src, rows_len = src_ids.repeat_interleave(beams, 0), src_lens.repeat_interleave(beams)
     offsets = torch.arange(sentences).repeat_interleave(beams) * beams
@@ -166,17 +167,17 @@ def test_step_on_several_new_positions_equals_one_at_a_time(translator: BundledT
     src_ids, src_lens = translator.tokenize_source(["2 0 2 4 - 0 3 - 0 7", "$ 3 . 5 0"])
     ref_ids, _ = translator.tokenize_target(["march seventh twenty twenty four", "three dollars"])
     prefix = torch.cat([torch.full((2, 1), translator.start_id), ref_ids[:, :3]], dim=1)
-    one_by_one = translator.prepare(src_ids, src_lens, num_beams=2)
+    _, one_by_one = translator.prepare(src_ids, src_lens, num_beams=2)
     rows = torch.arange(2).repeat_interleave(2)
     for t in range(1, prefix.shape[1] + 1):
         stepwise, one_by_one = translator.step(prefix[rows, :t], one_by_one)
-    at_once, _ = translator.step(prefix[rows], translator.prepare(src_ids, src_lens, num_beams=2))
+    at_once, _ = translator.step(prefix[rows], translator.prepare(src_ids, src_lens, 2)[1])
     _assert_log_probs_close(at_once, stepwise)
 
 
 def test_never_proposes_padding_or_start(translator: BundledTranslator) -> None:
     src_ids, src_lens = translator.tokenize_source(["1 2 3"])
-    state = translator.prepare(src_ids, src_lens, num_beams=2)
+    _, state = translator.prepare(src_ids, src_lens, num_beams=2)
     log_probs, _ = translator.step(torch.full((2, 1), translator.start_id), state)
     assert log_probs.dtype == torch.float32 and log_probs.shape == (2, translator.vocab_size)
     assert torch.isneginf(log_probs[:, [translator.pad_id, translator.start_id]]).all()
@@ -190,7 +191,7 @@ def test_encoder_runs_once_per_sentence(translator: BundledTranslator) -> None:
     )
     try:
         src_ids, src_lens = translator.tokenize_source(["1", "2 2", "3 3 3"])
-        state = translator.prepare(src_ids, src_lens, num_beams=5)
+        _, state = translator.prepare(src_ids, src_lens, num_beams=5)
         tokens = torch.full((15, 1), translator.start_id)
         for _ in range(3):
             log_probs, state = translator.step(tokens, state)
@@ -214,13 +215,54 @@ def test_results_do_not_depend_on_the_batch(on_device: BundledTranslator) -> Non
     ref_ids, _ = translator.tokenize_target(refs)
     start = torch.full((len(lines), 1), translator.start_id, device=src_ids.device)
     prefixes = torch.cat([start, ref_ids[:, :4]], dim=1)
-    batched = translator.prepare(src_ids, src_lens, num_beams=1)
-    alone = [translator.prepare(*translator.tokenize_source([line]), num_beams=1) for line in lines]
+    _, batched = translator.prepare(src_ids, src_lens, num_beams=1)
+    alone = [translator.prepare(*translator.tokenize_source([line]), 1)[1] for line in lines]
     for t in range(1, prefixes.shape[1] + 1):
         together, batched = translator.step(prefixes[:, :t], batched)
         for i in range(len(lines)):
             single, alone[i] = translator.step(prefixes[i : i + 1, :t], alone[i])
             _assert_log_probs_close(together[i : i + 1], single)
+
+
+def test_is_a_decoder_whose_prepare_returns_the_start_tokens(translator: BundledTranslator) -> None:
+    assert isinstance(translator, Decoder)
+    src = translator.tokenize_source(["1 2", "3"])
+    start_ids, state = translator.prepare(src.ids, src.lengths, num_beams=3)
+    assert start_ids.dtype == torch.int64 and start_ids.tolist() == [[translator.start_id]] * 2
+    assert state.num_rows == 6 and state.cache_len == 0
+
+
+def test_tokenizers_return_padded_with_pad_id(translator: BundledTranslator) -> None:
+    src = translator.tokenize_source(["1 2", "3"])
+    assert isinstance(src, Padded)
+    assert src.ids[1, 1].item() == PAD_ID and src.lengths.tolist() == [2, 1]
+    tgt = translator.tokenize_target(["seven thirty", ""])
+    assert isinstance(tgt, Padded) and tgt.ids[1].tolist() == [PAD_ID, PAD_ID]
+    assert translator.detokenize(*tgt) == ["seven thirty", ""]
+
+
+def test_pad_id_in_inputs_is_never_embedded(translator: BundledTranslator) -> None:
+    # PAD_ID (-1) in a prefix or teacher-forcing input reads as the model's padding word, and
+    # narrower integer dtypes read as int64.
+    src = translator.tokenize_source(["1 2", "3"])
+    tgt = translator.tokenize_target(["twelve", "three dollars"])
+    start = torch.full((2, 1), translator.start_id)
+    with_pad_id = torch.cat([start, tgt.ids], dim=1)
+    with_pad_word = with_pad_id.masked_fill(with_pad_id == PAD_ID, translator.pad_id)
+    expected = translator(src.ids, src.lengths, with_pad_word)
+    assert torch.equal(translator(src.ids, src.lengths, with_pad_id), expected)
+    _, state = translator.prepare(src.ids.int(), src.lengths.int(), num_beams=1)
+    log_probs, _ = translator.step(with_pad_id, state)
+    _assert_log_probs_close(log_probs, expected[:, -1])
+
+
+def test_translate_with_the_bundled_decoder(translator: BundledTranslator) -> None:
+    src = translator.tokenize_source(["4 0 7 1 5", "7 : 3 0 pm"])
+    out = translate(translator, src.ids, src.lengths, num_beams=4)
+    assert translator.detokenize(*out.without_eos(0)) == [
+        "forty thousand seven hundred fifteen",
+        "seven thirty in the evening",
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,18 +328,18 @@ def test_input_errors(translator: BundledTranslator) -> None:
         translator.tokenize_source("1 2")
     with pytest.raises(ValueError, match=r"line 2 has the word 'sevn'"):
         translator.tokenize_target(["seven o'clock", "sevn"])
-    with pytest.raises(TypeError, match=r"src_ids must have dtype torch.int64.*\.long\(\)"):
-        translator.prepare(src_ids.int(), src_lens, num_beams=2)
-    with pytest.raises(TypeError, match=r"src_lengths must be a torch\.Tensor"):
+    with pytest.raises(TypeError, match=r"src_ids must have an integer dtype.*\.long\(\)"):
+        translator.prepare(src_ids.float(), src_lens, num_beams=2)
+    with pytest.raises(TypeError, match=r"lengths must be a torch\.Tensor"):
         translator.prepare(src_ids, [2, 1], num_beams=2)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="src_lengths must lie in"):
+    with pytest.raises(ValueError, match="lengths must lie in"):
         translator.prepare(src_ids, torch.tensor([2, 0]), num_beams=2)
     with pytest.raises(ValueError, match="outside the source vocabulary"):
         translator.prepare(src_ids + 100, src_lens, num_beams=2)
     with pytest.raises(ValueError, match="num_beams"):
         translator.prepare(src_ids, src_lens, num_beams=0)
-    state = translator.prepare(src_ids, src_lens, num_beams=2)
-    with pytest.raises(TypeError, match=r"tokens must have dtype torch\.int64"):
+    _, state = translator.prepare(src_ids, src_lens, num_beams=2)
+    with pytest.raises(TypeError, match=r"tokens must have an integer dtype"):
         translator.step(start.float(), state)
     with pytest.raises(ValueError, match="8 rows but the state was prepared for 4"):
         translator.step(torch.cat([start, start]), state)

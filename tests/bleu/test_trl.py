@@ -6,6 +6,7 @@ import pytest
 import torch
 from sacrebleu.metrics import BLEU as SacreBLEU
 
+from tensortext.bleu import BleuConfig
 from tensortext.integrations.trl import bleu_reward
 
 
@@ -53,7 +54,9 @@ class WhitespaceTokenizer:
 
 def test_text_references_use_the_tokenizer_and_its_eos():
     tokenizer = WhitespaceTokenizer()
-    reward = bleu_reward("reference", tokenizer=tokenizer, compat="nltk", smooth_method="method1")
+    reward = bleu_reward(
+        "reference", tokenizer=tokenizer, config=BleuConfig(compat="nltk", smooth_method="method1")
+    )
     completion = [*tokenizer.encode("the cat sat on the mat"), 0]
     scores = reward(completion_ids=[completion], reference=["the cat sat on the mat"])
     assert scores == [1.0]
@@ -68,4 +71,4 @@ def test_errors_name_the_fix():
     with pytest.raises(ValueError, match="align"):
         reward(completion_ids=[[1], [2]], reference=[[1]])
     with pytest.raises(ValueError, match="smooth_method"):
-        bleu_reward(smooth_method="method9")
+        bleu_reward(config=BleuConfig(smooth_method="method9"))

@@ -1,0 +1,208 @@
+"""``BleuConfig``: BLEU's eight scoring options, declared and validated in one place.
+
+A config is checked once, when it is built (wrong types raise ``TypeError``, wrong values
+``ValueError``, each naming the option and the fix), and it resolves what the options mean:
+sacrebleu's smoothing names are NLTK's methods 0-3 under ``compat="nltk"``, and
+``smooth_value=None`` becomes the reference library's default. Everything downstream reads the
+resolved fields :attr:`BleuConfig.method` and :attr:`BleuConfig.smoothing` and never re-checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import torch
+
+from tensortext._checks import check_choice, check_float, check_int
+
+__all__ = ["NLTK_METHODS", "SACREBLEU_METHODS", "BleuConfig", "Compat", "resolve_config"]
+
+Compat = Literal["sacrebleu", "nltk"]
+
+SACREBLEU_METHODS = ("none", "floor", "add-k", "exp")
+NLTK_METHODS = tuple(f"method{i}" for i in range(8))
+# Chen & Cherry (2014) numbering: sacrebleu's names are NLTK's methods 0-3.
+SACREBLEU_TO_NLTK = {"none": "method0", "floor": "method1", "add-k": "method2", "exp": "method3"}
+# The SmoothingFunction parameter each NLTK method reads, and its default.
+NLTK_SMOOTH_DEFAULTS = {"method1": 0.1, "method4": 5.0, "method6": 5.0, "method7": 5.0}
+# sacrebleu's floor and k.
+SACREBLEU_SMOOTH_DEFAULTS = {"floor": 0.1, "add-k": 1.0}
+
+
+@dataclass(frozen=True)
+class BleuConfig:
+    """BLEU's scoring options, validated once (the names and defaults of sacrebleu and NLTK).
+
+    Args:
+        max_ngram_order: highest n-gram order ``N`` (``>= 1``).
+        weights: NLTK's per-order weights (``compat="nltk"`` only), ``N`` finite numbers;
+            ``None`` is uniform ``1/N``. Stored as a tuple.
+        smooth_method: sacrebleu's ``"none"``, ``"floor"``, ``"add-k"``, ``"exp"``; with
+            ``compat="nltk"`` also ``"method0"`` .. ``"method7"`` (the sacrebleu names are
+            NLTK's methods 0-3).
+        smooth_value: sacrebleu's floor / k; NLTK's ``epsilon`` (method1), ``k`` (methods 4
+            and 7) or ``alpha`` (method6). ``None`` takes the library's default.
+        effective_order: sacrebleu's option: drop orders without any n-gram.
+        compat: ``"sacrebleu"`` or ``"nltk"``: whose definition to match exactly.
+        auto_reweigh: NLTK's option: uniform weights over ``len(hyp)`` orders when the
+            hypothesis is shorter than 4 and the weights are NLTK's default.
+        dtype: ``torch.float32`` or ``torch.float64``: the dtype of scores and arithmetic.
+
+    Attributes:
+        method: the resolved smoothing method (a sacrebleu name, or ``"methodK"`` for NLTK).
+        smoothing: the resolved smoothing parameter (0.0 for methods that take none).
+
+    Raises:
+        TypeError: an option of the wrong type (``dtype`` not float32/float64 included).
+        ValueError: an unknown value or a combination the chosen ``compat`` does not have.
+
+    Example:
+        >>> BleuConfig(compat="nltk", smooth_method="floor").method
+        'method1'
+        >>> BleuConfig(smooth_method="add-k").smoothing
+        1.0
+    """
+
+    max_ngram_order: int = 4
+    weights: Sequence[float] | None = None
+    smooth_method: str = "exp"
+    smooth_value: float | None = None
+    effective_order: bool = False
+    compat: Compat = "sacrebleu"
+    auto_reweigh: bool = False
+    dtype: torch.dtype = torch.float32
+    method: str = field(init=False, repr=False, compare=False)
+    smoothing: float = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._check_types()
+        if self.weights is not None:
+            object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
+        check_choice("compat", self.compat, ("sacrebleu", "nltk"))
+        method = self._sacrebleu_method() if self.compat == "sacrebleu" else self._nltk_method()
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "smoothing", self._smoothing(method))
+
+    @property
+    def needs_order5(self) -> bool:
+        """NLTK's methods 5 and 7 read the 5-gram precision of the (last) sentence."""
+        return self.method in ("method5", "method7")
+
+    @property
+    def stats_order(self) -> int:
+        """The order statistics must have: ``max_ngram_order``, at least 5 when needed."""
+        return max(self.max_ngram_order, 5) if self.needs_order5 else self.max_ngram_order
+
+    def _check_types(self) -> None:
+        check_int("max_ngram_order", self.max_ngram_order, minimum=1)
+        if self.weights is not None:
+            if isinstance(self.weights, str) or not isinstance(self.weights, Sequence):
+                raise TypeError(
+                    f"weights must be a sequence of numbers or None, got "
+                    f"{type(self.weights).__name__}"
+                )
+            for weight in self.weights:
+                check_float("weights", weight)
+        if not isinstance(self.smooth_method, str):
+            raise TypeError(
+                "smooth_method must be a str such as 'exp', got "
+                f"{type(self.smooth_method).__name__}"
+            )
+        if self.smooth_value is not None:
+            check_float("smooth_value", self.smooth_value)
+        for name in ("effective_order", "auto_reweigh"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        # Half precision cannot even hold corpus counts above 65504 exactly; refuse it.
+        if self.dtype not in (torch.float32, torch.float64):
+            raise TypeError(f"dtype must be torch.float32 or torch.float64, got {self.dtype}")
+
+    def _sacrebleu_method(self) -> str:
+        """Checks the options under sacrebleu's definition; returns the method name."""
+        if self.smooth_method not in SACREBLEU_METHODS:
+            hint = ""
+            if self.smooth_method in NLTK_METHODS:
+                hint = f" ({self.smooth_method!r} is an NLTK method: pass compat='nltk')"
+            raise ValueError(
+                f"smooth_method must be one of {SACREBLEU_METHODS} with compat='sacrebleu', "
+                f"got {self.smooth_method!r}{hint}"
+            )
+        if self.weights is not None:
+            raise ValueError(
+                "weights are not part of sacrebleu's BLEU; pass weights=None, or compat='nltk' "
+                "for weighted n-gram orders"
+            )
+        if self.auto_reweigh:
+            raise ValueError("auto_reweigh is an NLTK option; pass compat='nltk' to use it")
+        return self.smooth_method
+
+    def _nltk_method(self) -> str:
+        """Checks the options under NLTK's definition; returns ``"methodK"``."""
+        method = SACREBLEU_TO_NLTK.get(self.smooth_method, self.smooth_method)
+        if method not in NLTK_METHODS:
+            raise ValueError(
+                f"smooth_method must be one of {NLTK_METHODS} (or the sacrebleu aliases "
+                f"{SACREBLEU_METHODS}) with compat='nltk', got {self.smooth_method!r}"
+            )
+        if self.effective_order:
+            raise ValueError("effective_order is a sacrebleu option; pass compat='sacrebleu'")
+        if method == "method6" and self.max_ngram_order < 3:
+            raise ValueError("NLTK's method6 needs trigram precision; pass max_ngram_order >= 3")
+        if self.weights is not None and len(self.weights) != self.max_ngram_order:
+            raise ValueError(
+                f"weights has {len(self.weights)} entries but max_ngram_order="
+                f"{self.max_ngram_order}; pass max_ngram_order={len(self.weights)}"
+            )
+        return method
+
+    def _smoothing(self, method: str) -> float:
+        """The smoothing parameter of ``method``: ``smooth_value`` or the library default."""
+        defaults = SACREBLEU_SMOOTH_DEFAULTS if self.compat == "sacrebleu" else NLTK_SMOOTH_DEFAULTS
+        if method in defaults:
+            return defaults[method] if self.smooth_value is None else float(self.smooth_value)
+        if self.smooth_value is None:
+            return 0.0
+        if self.compat == "sacrebleu":
+            raise ValueError(
+                f"smooth_method={self.smooth_method!r} takes no smooth_value; pass "
+                "smooth_value=None"
+            )
+        # NLTK's method2 always adds 1; sacrebleu's add-k takes any k.
+        hint = " (it always adds 1; compat='sacrebleu' takes any k)" if method == "method2" else ""
+        raise ValueError(f"NLTK's {method} takes no smooth_value{hint}; pass smooth_value=None")
+
+
+_DEFAULTS = {
+    option.name: option.default for option in dataclasses.fields(BleuConfig) if option.init
+}
+
+
+def resolve_config(config: BleuConfig | None, **options: Any) -> BleuConfig:
+    """The config of a call that takes ``config=`` or the options as keywords, not both.
+
+    Builds (and so validates) a :class:`BleuConfig` from ``options`` when ``config`` is
+    ``None``; otherwise checks ``config`` and that every keyword option kept its default.
+    """
+    if config is None:
+        return BleuConfig(**options)
+    if not isinstance(config, BleuConfig):
+        raise TypeError(f"config must be a BleuConfig or None, got {type(config).__name__}")
+    changed = [name for name, value in options.items() if not _is_default(name, value)]
+    if changed:
+        given = ", ".join(f"{name}={options[name]!r}" for name in changed)
+        raise ValueError(
+            f"got config= and {given}; pass the options either in the BleuConfig or as "
+            f"keywords (e.g. config=dataclasses.replace(config, {changed[0]}=...))"
+        )
+    return config
+
+
+def _is_default(name: str, value: object) -> bool:
+    default = _DEFAULTS[name]
+    if isinstance(value, float) and math.isnan(value):
+        return False
+    return value is default or (type(value) is type(default) and value == default)

@@ -1,0 +1,344 @@
+"""File formats: UTF-8 text and lines, Moses n-best lists, SGNMT n-gram posterior files.
+
+Readers raise ``ValueError`` naming the file and line of a malformed entry (``OSError`` when a
+file cannot be read); the CLI turns both into one-line errors. Writers that replace a file go
+through :func:`atomic_write`, so a failed run never leaves a half-written output.
+
+* :func:`read_text`, :func:`read_lines`, :func:`read_text_lines`: a file or standard input.
+* :func:`read_nbest` / :func:`write_nbest`: Moses n-best lists
+  (``id ||| tokens ||| features ||| score``), read as :class:`~tensortext.lmbr.Evidence`.
+* :func:`read_ngram_posterior_files`: SGNMT/ucam-smt ``w1 ... wn : posterior`` files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import secrets
+import stat
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any, BinaryIO, Literal, TextIO, overload
+
+import torch
+
+from tensortext.lmbr.posteriors import Evidence
+from tensortext.padded import PAD_ID
+
+__all__ = [
+    "atomic_write",
+    "read_lines",
+    "read_nbest",
+    "read_ngram_posterior_files",
+    "read_text",
+    "read_text_lines",
+    "write_nbest",
+]
+
+
+def read_text(path: str | os.PathLike[str] | None, stdin: TextIO | None = None) -> str:
+    """A UTF-8 file as text; ``None`` or ``"-"`` reads standard input (``stdin`` or ``sys.stdin``).
+
+    Raises:
+        OSError: the file cannot be read (the message names it).
+        ValueError: invalid UTF-8, naming the file and line.
+    """
+    from_stdin = path is None or str(path) == "-"
+    name = "<stdin>" if from_stdin else str(path)
+    try:
+        if from_stdin:
+            stream = stdin if stdin is not None else sys.stdin
+            data: str | bytes = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+        else:
+            data = Path(str(path)).read_bytes()
+    except OSError as error:
+        raise OSError(f"cannot read {name}: {error.strerror or error}") from None
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ValueError(f"{name}, line {line}: invalid UTF-8 (byte {error.start})") from None
+
+
+def read_lines(path: str | os.PathLike[str] | None, stdin: TextIO | None = None) -> list[str]:
+    """Lines of a UTF-8 file (``None`` or ``"-"``: standard input), without line ends.
+
+    Lines end at any of Python's line boundaries (``str.splitlines``).
+    """
+    return read_text(path, stdin).splitlines()
+
+
+def read_text_lines(path: str | os.PathLike[str] | None, stdin: TextIO | None = None) -> list[str]:
+    """Lines split at ``\\n`` only (text may hold other line separators), without the ``\\n``.
+
+    Example:
+        >>> import io
+        >>> read_text_lines(None, io.StringIO("a\\u2028b\\nc\\n"))
+        ['a\\u2028b', 'c']
+    """
+    text = read_text(path, stdin)
+    if not text:
+        return []
+    return text[:-1].split("\n") if text.endswith("\n") else text.split("\n")
+
+
+@overload
+def atomic_write(
+    path: str | os.PathLike[str], mode: Literal["w"] = "w", encoding: str | None = "utf-8"
+) -> contextlib.AbstractContextManager[TextIO]: ...
+
+
+@overload
+def atomic_write(
+    path: str | os.PathLike[str], mode: Literal["wb"], encoding: str | None = "utf-8"
+) -> contextlib.AbstractContextManager[BinaryIO]: ...
+
+
+def atomic_write(
+    path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8"
+) -> contextlib.AbstractContextManager[IO[Any]]:
+    """Writes ``path`` through a temporary file in the same directory, renamed on success.
+
+    The file is replaced only when the block finishes without an exception (``os.replace``,
+    atomic on POSIX and Windows); on an error the temporary file is removed and ``path`` is left
+    as it was. A new file gets the usual permissions (umask), a replaced one keeps its own.
+
+    Args:
+        path: The file to write.
+        mode: ``"w"`` (text) or ``"wb"`` (bytes).
+        encoding: Text encoding (ignored for ``"wb"``).
+
+    Returns:
+        A context manager yielding the open temporary file (text or binary).
+
+    Raises:
+        ValueError: another ``mode``.
+        OSError: the directory does not exist or is not writable (when the block starts).
+
+    Example:
+        >>> import tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> with atomic_write(os.path.join(folder, "out.txt")) as stream:
+        ...     _ = stream.write("done\\n")
+        >>> os.listdir(folder)
+        ['out.txt']
+    """
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    return _replace_on_success(Path(path), mode, encoding)
+
+
+@contextlib.contextmanager
+def _replace_on_success(target: Path, mode: str, encoding: str | None) -> Iterator[IO[Any]]:
+    """The body of :func:`atomic_write`."""
+    descriptor, temporary = _create_temporary(target)
+    try:
+        if target.exists():
+            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
+        binary = mode == "wb"
+        with open(descriptor, mode, encoding=None if binary else encoding) as stream:
+            yield stream
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _create_temporary(target: Path) -> tuple[int, Path]:
+    """A new file ``.<name>.<random>.tmp`` beside ``target``, opened for writing (umask mode)."""
+    while True:
+        temporary = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
+        except FileExistsError:
+            continue
+
+
+def write_nbest(
+    stream: TextIO, texts: Sequence[Sequence[str]], scores: Sequence[Sequence[float]]
+) -> None:
+    """Writes Moses n-best lines ``id ||| text |||  ||| score`` (empty features, 6 decimals).
+
+    Args:
+        stream: Where to write.
+        texts: For each sentence ``i`` (0-based), its hypotheses, best first.
+        scores: The score of each hypothesis, same shape as ``texts``.
+
+    Example:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> write_nbest(out, [["a b", "a"]], [[-0.5, -1.25]])
+        >>> print(out.getvalue(), end="")
+        0 ||| a b |||  ||| -0.500000
+        0 ||| a |||  ||| -1.250000
+    """
+    if len(texts) != len(scores):
+        raise ValueError(f"texts has {len(texts)} sentences but scores {len(scores)}")
+    for i, (hyps, hyp_scores) in enumerate(zip(texts, scores, strict=True)):
+        if len(hyps) != len(hyp_scores):
+            raise ValueError(
+                f"sentence {i} has {len(hyps)} hypotheses but {len(hyp_scores)} scores"
+            )
+        for text, score in zip(hyps, hyp_scores, strict=True):
+            stream.write(f"{i} ||| {text} |||  ||| {score:.6f}\n")
+
+
+def read_nbest(
+    path: str | os.PathLike[str],
+    *,
+    num_sentences: int | None = None,
+    tokenize: Callable[[str], Sequence[int]] | None = None,
+    max_hypotheses: int | None = None,
+    device: torch.device | str | None = None,
+) -> Evidence:
+    """Reads a Moses-style n-best file: ``id ||| tokens ||| features ||| score`` per line.
+
+    Fields after the score (alignments) are ignored, and so are blank lines.
+
+    Args:
+        path: The file; sentence ids are 0-based and lines of a sentence keep their order.
+        num_sentences: ``B``; default ``1 + the largest id``. Sentences without lines get no
+            hypotheses (all scores ``-inf``).
+        tokenize: Maps the text field to token IDs; default: whitespace-separated integers.
+        max_hypotheses: Keep at most this many hypotheses per sentence (the first ones).
+        device: Where the tensors go (CPU by default).
+
+    Returns:
+        :class:`~tensortext.lmbr.Evidence` ``(ids [B, M, L] int64 padded with PAD_ID,
+        lengths [B, M] int64, scores [B, M] float64)``, ``-inf`` scores marking absent slots.
+
+    Raises:
+        ValueError: naming the file and line of a malformed entry.
+    """
+    by_sentence: dict[int, list[tuple[list[int], float]]] = {}
+    for line in _numbered_lines(path):
+        sentence, ids, score = _parse_nbest_line(*line, tokenize)
+        by_sentence.setdefault(sentence, []).append((ids, score))
+    count = max(by_sentence, default=-1) + 1 if num_sentences is None else num_sentences
+    if by_sentence and max(by_sentence) >= count:
+        raise ValueError(f"{path}: sentence id {max(by_sentence)} >= num_sentences={count}")
+    lists = [by_sentence.get(s, [])[:max_hypotheses] for s in range(count)]
+    return _pad_evidence(lists, device)
+
+
+def _numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
+    """``(where, line)`` of each non-blank line, ``where`` being ``file:line``."""
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if line.strip():
+                yield f"{path}:{number}", line
+
+
+def _parse_nbest_line(
+    where: str, line: str, tokenize: Callable[[str], Sequence[int]] | None
+) -> tuple[int, list[int], float]:
+    """``(sentence id, token IDs, score)`` of one n-best line."""
+    fields = [field.strip() for field in line.rstrip("\n").split("|||")]
+    if len(fields) < 4:
+        raise ValueError(f"{where}: expected 'id ||| tokens ||| features ||| score'")
+    try:
+        sentence = int(fields[0])
+        score = float(fields[3])
+    except ValueError:
+        raise ValueError(
+            f"{where}: the id must be an integer and the score a number, got "
+            f"{fields[0]!r} and {fields[3]!r}"
+        ) from None
+    if sentence < 0 or math.isnan(score) or score == math.inf:
+        raise ValueError(f"{where}: id must be >= 0 and score finite or -inf")
+    try:
+        if tokenize is None:
+            ids = [int(token) for token in fields[1].split()]
+        else:
+            ids = list(tokenize(fields[1]))
+    except ValueError as error:
+        if tokenize is None:
+            detail = "tokens must be integer IDs (pass tokenize= for text)"
+            raise ValueError(f"{where}: {detail}") from None
+        raise ValueError(f"{where}: {error}") from None
+    return sentence, ids, score
+
+
+def _pad_evidence(
+    lists: list[list[tuple[list[int], float]]], device: torch.device | str | None
+) -> Evidence:
+    """``B`` lists of ``(ids, score)`` as padded :class:`~tensortext.lmbr.Evidence`."""
+    count = len(lists)
+    M = max([len(hyps) for hyps in lists] + [1])
+    L = max([len(ids) for hyps in lists for ids, _ in hyps] + [1])
+    ids_tensor = torch.full((count, M, L), PAD_ID, dtype=torch.int64)
+    lengths = torch.zeros((count, M), dtype=torch.int64)
+    scores = torch.full((count, M), -math.inf, dtype=torch.float64)
+    for s, hyps in enumerate(lists):
+        for m, (ids, score) in enumerate(hyps):
+            ids_tensor[s, m, : len(ids)] = torch.tensor(ids, dtype=torch.int64)
+            lengths[s, m] = len(ids)
+            scores[s, m] = score
+    return Evidence(ids_tensor.to(device), lengths.to(device), scores.to(device))
+
+
+def read_ngram_posterior_files(
+    paths: str | Sequence[str | os.PathLike[str]],
+    *,
+    num_sentences: int | None = None,
+    first_id: int = 1,
+) -> list[dict[tuple[int, ...], float]]:
+    """Reads SGNMT/ucam-smt n-gram posterior files: ``w1 ... wn : posterior`` lines.
+
+    Args:
+        paths: One file per sentence, or a pattern with ``%d`` for the sentence id (SGNMT's
+            convention, with ``num_sentences`` and ``first_id``).
+        num_sentences: With a pattern: how many sentences.
+        first_id: With a pattern: the id of the first sentence (SGNMT counts from 1).
+
+    Returns:
+        For each sentence, ``{ngram: posterior}``; build with
+        :meth:`~tensortext.lmbr.NgramPosteriors.from_ngrams` or
+        :func:`~tensortext.lmbr.lmbr_bias_factory` (with ``bos_id``/``end_id`` if the files
+        contain ``<s>``/``</s>`` IDs).
+
+    Raises:
+        ValueError: a pattern without ``%d`` or ``num_sentences``, or a malformed or repeated
+            line (naming the file and line).
+    """
+    if isinstance(paths, str):
+        if "%d" not in paths or num_sentences is None:
+            raise ValueError("a path pattern needs '%d' and num_sentences=")
+        files = [Path(paths % (first_id + s)) for s in range(num_sentences)]
+    else:
+        files = [Path(p) for p in paths]
+    return [_read_posterior_file(file) for file in files]
+
+
+_POSTERIOR_LINE = re.compile(r"^\s*(-?\d+(?:\s+-?\d+)*)\s*:\s*(\S+)\s*$")
+
+
+def _read_posterior_file(file: Path) -> dict[tuple[int, ...], float]:
+    """``{ngram: posterior}`` of one SGNMT file."""
+    table: dict[tuple[int, ...], float] = {}
+    for where, line in _numbered_lines(file):
+        match = _POSTERIOR_LINE.match(line)
+        value = _float_or_none(match.group(2)) if match else None
+        if match is None or value is None or not math.isfinite(value):
+            raise ValueError(
+                f"{where}: expected 'w1 ... wn : posterior' with integer IDs and a finite "
+                f"number, got {line.rstrip()!r}"
+            )
+        ngram = tuple(int(w) for w in match.group(1).split())
+        if ngram in table:
+            raise ValueError(f"{where}: n-gram {' '.join(map(str, ngram))} repeats")
+        table[ngram] = value
+    return table
+
+
+def _float_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None

@@ -1,0 +1,27 @@
+"""LMBR: n-gram posteriors of an evidence space added at every beam-search step.
+
+Iglesias et al. (2018), Equation 2, with the linear BLEU weights of Tromble et al. (2008):
+
+* :mod:`~tensortext.lmbr.posteriors`: :class:`Evidence` (an N-best list as tensors),
+  :func:`ngram_posteriors` and :class:`NgramPosteriors` (a trie of sorted tensors).
+* :mod:`~tensortext.lmbr.bias`: :func:`lmbr_theta`, :class:`LMBRBias` (a ``score_bias`` of
+  :func:`~tensortext.decode.beam_search`) and :func:`lmbr_bias_factory` (one bias per batch of
+  :func:`~tensortext.decode.translate`).
+* :mod:`~tensortext.lmbr.hf`: :class:`LMBRLogitsProcessor` for ``transformers``' ``generate``.
+
+Evidence files are read by :mod:`tensortext.formats`; MBR reranking is :mod:`tensortext.mbr`.
+"""
+
+from tensortext.lmbr.bias import LMBRBias, lmbr_bias_factory, lmbr_theta
+from tensortext.lmbr.hf import LMBRLogitsProcessor
+from tensortext.lmbr.posteriors import Evidence, NgramPosteriors, ngram_posteriors
+
+__all__ = [
+    "Evidence",
+    "LMBRBias",
+    "LMBRLogitsProcessor",
+    "NgramPosteriors",
+    "lmbr_bias_factory",
+    "lmbr_theta",
+    "ngram_posteriors",
+]

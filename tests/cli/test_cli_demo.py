@@ -1,0 +1,36 @@
+"""`tensortext demo` as a console command: the bundled pipeline, beside sacrebleu."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+
+def test_demo_runs_as_a_console_command():
+    result = subprocess.run(
+        [sys.executable, "-m", "tensortext.cli", "demo", "--device", "cpu"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert "corpus BLEU, 1 reference :  56.76" in result.stdout
+    assert "sacrebleu --tokenize none, 1 reference:  56.76" in result.stdout
+    # Every BPE line matches tiktoken and decodes back.
+    assert result.stdout.count("identical to tiktoken on 725/725 lines") == 2
+    assert result.stdout.count("decode(encode(text)) == text: True") == 2
+    # Beam search and LMBR on the bundled test set, with the recorded scores.
+    rows = (re.match(r"\s+(.+?)\s+BLEU\s+([\d.]+)", line) for line in result.stdout.splitlines())
+    bleu = {row[1]: float(row[2]) for row in rows if row}
+    assert bleu["K=4"] == 93.63
+    assert bleu["weaker system alone"] < bleu["bundled model"] < bleu["bundled model + LMBR"]
+    assert bleu["bundled model + LMBR"] == 94.44
+
+
+def test_python_dash_m_without_arguments_is_a_usage_error():
+    result = subprocess.run(
+        [sys.executable, "-m", "tensortext.cli"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert "usage: tensortext" in result.stderr and "Traceback" not in result.stderr

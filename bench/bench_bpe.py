@@ -32,41 +32,43 @@ import itertools
 import os
 import random
 import sys
-import time
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-BENCH_DIR = Path(__file__).resolve().parent
-ROOT = BENCH_DIR.parent
-for extra in (BENCH_DIR, ROOT / "tests"):
-    if str(extra) not in sys.path:
-        sys.path.insert(0, str(extra))
-if (ROOT / "src").is_dir() and str(ROOT / "src") not in sys.path:
-    sys.path.append(str(ROOT / "src"))
+import common
 
-import common  # noqa: E402
-from reference import tiktoken_reference  # noqa: E402
-
-from tensortext.bpe import get_encoding  # noqa: E402
-from tensortext.bpe.registry import _SPECS, vocabulary_file  # noqa: E402
-from tensortext.ragged import unpad  # noqa: E402
+from tensortext.bpe import get_encoding
+from tensortext.bpe.registry import ENCODINGS, vocabulary_file
+from tensortext.padded import Padded
 
 CORES = os.cpu_count() or 1
-MULTILINGUAL = ROOT / "src" / "tensortext" / "data" / "demo" / "multilingual.txt"
+ROOT = common.BENCH_DIR.parent
+MULTILINGUAL = resources.files("tensortext") / "data/demo/multilingual.txt"
+
+
+def tiktoken_reference(name: str) -> Any:
+    """The test suite's tiktoken oracle (tests/oracles/bpe.py): tests and benchmark share it."""
+    tests = str(ROOT / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from oracles.bpe import tiktoken_reference
+
+    return tiktoken_reference(name)
 
 
 def corpus_paragraphs() -> list[str]:
     """Paragraphs of real text: docs, Python source and the multilingual sample."""
-    sources = [ROOT / "README.md", BENCH_DIR / "README.md", MULTILINGUAL]
+    sources: list[Any] = [ROOT / "README.md", common.BENCH_DIR / "README.md", MULTILINGUAL]
     sources += sorted((ROOT / "src" / "tensortext").rglob("*.py"))
     sources += sorted(Path(torch.__file__).parent.glob("*.py"))[:30]
     paragraphs: list[str] = []
     for path in sources:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_bytes().decode("utf-8", errors="replace")
         paragraphs += [p + "\n\n" for p in text.split("\n\n") if p.strip()]
     multilingual = MULTILINGUAL.read_text(encoding="utf-8")
     paragraphs += [line + "\n" for line in multilingual.splitlines()] * 20  # ~1/4 of the bytes
@@ -111,7 +113,7 @@ def hf_tokenizer(name: str) -> Any:
     path = Path("/tmp") / f"tensortext-bench-{name}.tiktoken"
     if not path.exists():
         path.write_bytes(gzip.decompress(vocabulary_file(name).read_bytes()))
-    return TikTokenConverter(vocab_file=str(path), pattern=_SPECS[name][1]).converted()
+    return TikTokenConverter(vocab_file=str(path), pattern=ENCODINGS[name].pat_str).converted()
 
 
 def baselines(
@@ -156,8 +158,8 @@ def baselines(
 
 def as_lists(value: Any) -> list[list[int]]:
     if isinstance(value, tuple) and len(value) == 2 and hasattr(value[0], "dtype"):
-        if isinstance(value[0], torch.Tensor):  # ours: (ids [B, L], lengths [B])
-            return unpad(*value)
+        if isinstance(value[0], torch.Tensor):  # ours: Padded(ids [B, L], lengths [B])
+            return Padded(*value).tolist()
         flat, offsets = value  # quicktok: flat tokens + offsets
         flat, offsets = flat.tolist(), list(offsets)
         return [flat[a:b] for a, b in itertools.pairwise(offsets)]
@@ -259,7 +261,7 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict[str, Any]], info: common.DeviceInfo, path: Path) -> None:
+def plot(rows: list[dict[str, Any]], info: common.DeviceInfo, path: Path) -> Path:
     names = list(dict.fromkeys(row["encoding"] for row in rows))
     fig, axes = common.new_figure(len(names), width=6.5)
     for ax, name in zip(axes, names, strict=True):
@@ -274,19 +276,17 @@ def plot(rows: list[dict[str, Any]], info: common.DeviceInfo, path: Path) -> Non
         ax.set_ylabel("MB/s (median)")
         ax.set_title(f"{name} on {info.name}", fontsize=8)
         ax.legend(fontsize=7)
-    common.save_figure(fig, path)
+    return common.save_figure(fig, path)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default=common.default_device())
-    parser.add_argument(
-        "--threads", type=int, default=None, help="torch CPU threads (default: all cores)"
-    )
+    common.add_arguments(parser, "bpe", threads_help="torch CPU threads (default: all cores)",
+                         quick_help="two small points, a smoke test", repeat=5,
+                         repeat_help="timed calls per point (default 5)")  # fmt: skip
     parser.add_argument("--encodings", nargs="+", default=["cl100k_base", "o200k_base"])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 256, 1024])
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 1024, 4096])
-    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument(
         "--budget", type=float, default=20.0, help="seconds of timed calls per impl and point"
     )
@@ -297,29 +297,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="time pretokenize='bytes' only on batches up to this size (default: 1 on CPU)",
     )
-    parser.add_argument("--quick", action="store_true", help="two small points, a smoke test")
-    parser.add_argument("--out-dir", type=Path, default=None)
-    parser.add_argument(
-        "--time-limit", type=float, default=None, help="start no point after S seconds"
-    )
-    args = parser.parse_args(argv)
+    args = common.parse(parser, argv)
     if args.quick:
         args.batches, args.sizes, args.repeat, args.encodings = [1, 16], [256], 3, ["cl100k_base"]
+    if args.bytes_mode_max_mb is None:
+        args.bytes_mode_max_mb = 1.0 if args.device == "cpu" else 1e9
     return args
+
+
+def ours(enc: Any, dev: torch.device, pretokenize: str) -> Callable[[list[str]], Any]:
+    return lambda texts: enc.encode_batch(texts, device=dev, disallowed_special=(),
+                                          pretokenize=pretokenize)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    dev = torch.device(args.device)
-    if args.bytes_mode_max_mb is None:
-        args.bytes_mode_max_mb = 1.0 if dev.type == "cpu" else 1e9
-    torch.set_num_threads(args.threads or (CORES if dev.type == "cpu" else torch.get_num_threads()))
-    info = common.device_info(dev)
-    print(f"BPE benchmark on {info.name}; CPU baselines use {CORES} host threads")
+    if args.report is not None:
+        print(markdown(common.read_json(args.report)["rows"]))
+        return 0
+    run = common.start(args, cpu_threads=CORES)
+    print(f"CPU baselines use {CORES} host threads")
     stream = "".join(corpus_paragraphs()).encode("utf-8")
     payload: dict[str, Any] = {
         "meta": common.run_metadata(
-            info, ["tiktoken", "tokenizers", "bpe-openai", "quicktok-v1", "transformers"]
+            run.info, ["tiktoken", "tokenizers", "bpe-openai", "quicktok-v1", "transformers"]
         ),
         "host_cores": CORES,
         "corpus_bytes": len(stream),
@@ -327,34 +328,25 @@ def main(argv: list[str] | None = None) -> int:
         "unavailable": {},
         "rows": [],
     }
-    suffix = "-quick" if args.quick else ""
-    json_path = common.results_path(f"bpe{suffix}", info, ".json", args.out_dir)
-    started = time.perf_counter()
     for name in args.encodings:
         fns, missing = baselines(name, set(args.skip))
         payload["unavailable"][name] = missing
         for key, why in missing.items():
             print(f"{name}: {key} unavailable ({why})")
-        enc = get_encoding(name)
-        fns["ours_regex"] = lambda texts, enc=enc: enc.encode_batch(
-            texts, device=dev, disallowed_special=()
-        )
-        fns["ours_bytes"] = lambda texts, enc=enc: enc.encode_batch(
-            texts, device=dev, disallowed_special=(), pretokenize="bytes"
-        )
+        fns["ours_regex"] = ours(get_encoding(name), run.device, "regex")
+        fns["ours_bytes"] = ours(get_encoding(name), run.device, "bytes")
         for size in args.sizes:
             for batch in args.batches:
-                if args.time_limit and time.perf_counter() - started > args.time_limit:
+                if run.out_of_time():
                     print("time limit reached; remaining points skipped")
                     break
-                row = run_point(name, batch, size, stream, fns, args, dev)
+                row = run_point(name, batch, size, stream, fns, args, run.device)
                 payload["rows"].append(row)
                 print_row(row)
-                common.write_json(json_path, payload)
+                common.write_json(run.json_path, payload)
     print(markdown(payload["rows"]))
-    png_path = common.results_path(f"bpe{suffix}", info, ".png", args.out_dir)
-    plot(payload["rows"], info, png_path)
-    print(f"wrote {json_path} and {png_path}")
+    print(f"wrote {run.json_path}")
+    common.write_plot(args, lambda: plot(payload["rows"], run.info, run.png_path))
     return 0
 
 

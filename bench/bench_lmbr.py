@@ -3,17 +3,18 @@
 
 Parts, run in one process:
 
-* ``posteriors``  :func:`~tensortext.decode.lmbr.ngram_posteriors` plus building
-                  :class:`~tensortext.decode.lmbr.LMBRBias` for ``B`` sentences x ``M`` n-best
+* ``posteriors``  :func:`~tensortext.lmbr.ngram_posteriors` plus building
+                  :class:`~tensortext.lmbr.LMBRBias` for ``B`` sentences x ``M`` n-best
                   hypotheses (the issue's target: 64 x 200 under 5 ms on a GPU), against a
                   dict-of-n-grams Python computation; the two must agree to 1e-9.
 * ``step``        one LMBR bias call on ``B*K`` live prefixes over a 32k vocabulary, against
                   SGNMT's way (a Python loop over hypotheses and their histories, as its ``ngramc``
                   predictor does), with the same numbers checked.
 * ``decode``      beam search 64 x 4 with and without LMBR: a Marian-base-sized random model
-                  through ``tensortext.decode.hf.generate`` (the issue's overhead target, <= 10%)
-                  and the bundled translator on its test set with the demo's evidence.
-* ``mbr``         :func:`~tensortext.decode.lmbr.mbr_rerank` of ``B`` x ``N`` candidates against
+                  through ``tensortext.decode.hf.beam_search_hf`` (the issue's overhead target,
+                  <= 10%) and the bundled translator on its test set with the demo's evidence
+                  (``tensortext.lmbr.lmbr_bias_factory`` on the weaker system's 8-best lists).
+* ``mbr``         :func:`~tensortext.mbr.mbr_rerank` of ``B`` x ``N`` candidates against
                   sacrebleu's ``sentence_score`` over the same ``B*N*N`` pairs.
 
 Usage (from the repository root)::
@@ -28,106 +29,21 @@ Writes bench/results/lmbr-<device-slug>.json and .png.
 from __future__ import annotations
 
 import argparse
-import math
-import sys
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 
-BENCH_DIR = Path(__file__).resolve().parent
-if str(BENCH_DIR) not in sys.path:
-    sys.path.insert(0, str(BENCH_DIR))
-SRC_DIR = BENCH_DIR.parent / "src"
-if SRC_DIR.is_dir() and str(SRC_DIR) not in sys.path:
-    sys.path.append(str(SRC_DIR))
+import common
+import marian
+from lmbr_reference import MAX_ORDER, VOCAB, python_posteriors, python_step, synthetic_nbest
 
-import common  # noqa: E402
+from tensortext.lmbr import LMBRBias, lmbr_theta, ngram_posteriors
+from tensortext.mbr import mbr_rerank
 
-from tensortext.decode.lmbr import (  # noqa: E402
-    LMBRBias,
-    lmbr_theta,
-    mbr_rerank,
-    ngram_posteriors,
-)
-
-VOCAB = 32000
-MAX_ORDER = 4
-
-
-def synthetic_nbest(
-    B: int, M: int, length: int, seed: int, device: torch.device
-) -> tuple[Tensor, Tensor, Tensor]:
-    """N-best lists that look like real ones: every hypothesis of a sentence is its best one with
-    ~15% of the tokens replaced from a few alternatives and a random length change, so n-grams
-    repeat across hypotheses.  Scores fall with the rank."""
-    gen = torch.Generator().manual_seed(seed)
-    base = torch.randint(3, VOCAB, (B, 1, length + 4), generator=gen)
-    alternatives = torch.randint(3, VOCAB, (B, 1, 8), generator=gen)
-    pick = torch.randint(0, 8, (B, M, length + 4), generator=gen)
-    replace = torch.rand((B, M, length + 4), generator=gen) < 0.15
-    ids = torch.where(replace, alternatives.expand(B, M, 8).gather(2, pick), base)
-    lengths = (length + torch.randint(-4, 5, (B, M), generator=gen)).clamp(1, length + 4)
-    scores = -torch.arange(M, dtype=torch.float64).expand(B, M) * 0.1 - torch.rand(
-        (B, M), generator=gen, dtype=torch.float64
-    )
-    return ids.to(device), lengths.to(device), scores.to(device)
-
-
-def python_posteriors(
-    ids: Tensor, lengths: Tensor, scores: Tensor, alpha: float
-) -> list[dict[tuple[int, ...], float]]:
-    """The definition, one sentence and hypothesis at a time (dicts of n-grams)."""
-    out = []
-    for sent_ids, sent_lens, sent_scores in zip(
-        ids.tolist(), lengths.tolist(), scores.tolist(), strict=True
-    ):
-        peak = max(alpha * s for s in sent_scores)
-        weights = [math.exp(alpha * s - peak) for s in sent_scores]
-        total = sum(weights)
-        table: dict[tuple[int, ...], float] = {}
-        for hyp, n_tokens, weight in zip(sent_ids, sent_lens, weights, strict=True):
-            hyp = hyp[:n_tokens]
-            grams = {
-                tuple(hyp[i : i + n])
-                for n in range(1, MAX_ORDER + 1)
-                for i in range(len(hyp) - n + 1)
-            }
-            for gram in grams:
-                table[gram] = table.get(gram, 0.0) + weight / total
-        out.append(table)
-    return out
-
-
-def python_step(
-    tables: list[dict[tuple[int, ...], float]],
-    prefixes: list[list[int]],
-    K: int,
-    theta: list[float],
-    eos_id: int,
-) -> Tensor:
-    """SGNMT's way: for each live hypothesis, collect the n-grams its histories extend."""
-    rows = []
-    by_history: list[dict[tuple[int, ...], list[tuple[int, float]]]] = []
-    for table in tables:  # an index of history -> continuations, built once per sentence
-        index: dict[tuple[int, ...], list[tuple[int, float]]] = {}
-        for gram, value in table.items():
-            index.setdefault(gram[:-1], []).append((gram[-1], value))
-        by_history.append(index)
-    for row, prefix in enumerate(prefixes):
-        scores = torch.full((VOCAB,), theta[0], dtype=torch.float64)
-        scores[eos_id] = 0.0
-        index = by_history[row // K]
-        for n in range(1, MAX_ORDER + 1):
-            if len(prefix) < n - 1:
-                break
-            history = tuple(prefix[len(prefix) - (n - 1) :]) if n > 1 else ()
-            for token, value in index.get(history, ()):
-                scores[token] += theta[n] * value
-        rows.append(scores)
-    return torch.stack(rows)
+THETA = (0.741, 0.62)  # lmbr_theta(p, r): the demo's and the paper's unigram precision, ratio
 
 
 def bench_posteriors(args: argparse.Namespace, dev: torch.device) -> list[dict[str, Any]]:
@@ -135,7 +51,7 @@ def bench_posteriors(args: argparse.Namespace, dev: torch.device) -> list[dict[s
 
 
 def posteriors_point(args: argparse.Namespace, dev: torch.device, M: int) -> dict[str, Any]:
-    theta = lmbr_theta(0.741, 0.62)
+    theta = lmbr_theta(*THETA)
     ids, lengths, scores = synthetic_nbest(args.batch, M, args.length, 0, dev)
 
     def ours() -> LMBRBias:
@@ -185,7 +101,7 @@ def posteriors_point(args: argparse.Namespace, dev: torch.device, M: int) -> dic
 
 def bench_step(args: argparse.Namespace, dev: torch.device) -> list[dict[str, Any]]:
     rows = []
-    theta = lmbr_theta(0.741, 0.62)
+    theta = lmbr_theta(*THETA)
     M, K = args.hypotheses[-1], 4
     ids, lengths, scores = synthetic_nbest(args.batch, M, args.length, 1, dev)
     bias = LMBRBias(ngram_posteriors(ids, lengths, scores), theta, vocab_size=VOCAB, eos_id=0)
@@ -226,40 +142,38 @@ def bench_step(args: argparse.Namespace, dev: torch.device) -> list[dict[str, An
 
 
 def bench_decode(args: argparse.Namespace, dev: torch.device) -> list[dict[str, Any]]:
-    import bench_beam
-
-    from tensortext.decode.hf import generate
+    from tensortext.decode.hf import beam_search_hf
 
     rows = []
-    size = bench_beam.QUICK_BASE if args.quick else bench_beam.MARIANS["base"]
-    model, _ = bench_beam.build_marian(size, 0)
+    size = marian.QUICK_BASE if args.quick else marian.MARIANS["base"]
+    model, _ = marian.build_marian(size, 0)
     model = model.to(dev)
     B, K = args.batch, 4
-    input_ids, mask, _ = bench_beam.make_sources(size.vocab, B, 1, size.pad_id)
+    input_ids, mask, _ = marian.make_sources(size.vocab, B, 1, size.pad_id)
     input_ids, mask = input_ids.to(dev), mask.to(dev)
-    plain_kwargs = dict(num_beams=K, max_new_tokens=bench_beam.MAX_NEW_TOKENS)
+    plain_kwargs = dict(num_beams=K, max_new_tokens=marian.MAX_NEW_TOKENS)
     with torch.inference_mode():
-        plain_out = generate(model, input_ids, mask, **plain_kwargs)
+        plain_out = beam_search_hf(model, input_ids, mask, **plain_kwargs)
     # Evidence: 200 perturbations of each sentence's output, so the posteriors hit often.
     M = args.hypotheses[-1]
-    width = plain_out.sequences.shape[2]
+    best = plain_out.without_eos(rank=0)  # ids [B, T] (PAD_ID after the end), lengths [B]
     gen = torch.Generator().manual_seed(3)
-    evidence = plain_out.sequences[:, :1].expand(B, M, width).clone().cpu()
+    evidence = best.ids.clamp(min=0)[:, None].expand(B, M, best.ids.shape[1]).clone().cpu()
     replace = torch.rand(evidence.shape, generator=gen) < 0.15
     evidence = torch.where(replace, torch.randint(1, size.vocab - 1, evidence.shape), evidence)
-    lengths = plain_out.lengths[:, :1].expand(B, M).cpu() - 1  # without EOS
+    lengths = best.lengths[:, None].expand(B, M).cpu()
     scores = -torch.rand((B, M), generator=gen, dtype=torch.float64)
-    theta = lmbr_theta(0.741, 0.62)
+    theta = lmbr_theta(*THETA)
 
     def with_lmbr() -> Any:
         posteriors = ngram_posteriors(
             evidence.to(dev), lengths.to(dev), scores.to(dev), validate=False
         )
         bias = LMBRBias(posteriors, theta, vocab_size=size.vocab, eos_id=size.eos_id)
-        return generate(model, input_ids, mask, score_bias=bias, **plain_kwargs)
+        return beam_search_hf(model, input_ids, mask, score_bias=bias, **plain_kwargs)
 
     def plain() -> Any:
-        return generate(model, input_ids, mask, **plain_kwargs)
+        return beam_search_hf(model, input_ids, mask, **plain_kwargs)
 
     with torch.inference_mode():
         timings = _interleaved({"plain": plain, "lmbr": with_lmbr}, args, dev)
@@ -293,20 +207,30 @@ def _interleaved(
 
 
 def bench_bundled_decode(args: argparse.Namespace, dev: torch.device) -> dict[str, Any]:
-    """The demo's setting: the bundled model, evidence = a weaker system's 8-best lists."""
+    """The demo's setting: the bundled model, evidence = a weaker system's 8-best lists.
+
+    As ``tensortext demo``: alpha 1, weight 0.5 and sentence-end n-grams (``end_id`` = EOS),
+    chosen on dev sentences, not on this test set.
+    """
     from tensortext.decode import translate
-    from tensortext.decode.bundled import load_bundled_translator
-    from tensortext.demo import _bundled, weaker_system_lmbr
+    from tensortext.lmbr import Evidence, lmbr_bias_factory
+    from tensortext.models.bundled import load_bundled_translator
 
     model = load_bundled_translator(dev)
     weaker = load_bundled_translator(dev, evidence_model=True)
-    src_ids, src_lens = (t.to(dev) for t in model.tokenize_source(_bundled("translate.src")))
-    bias = weaker_system_lmbr(model, weaker, src_ids, src_lens)
+    text = (resources.files("tensortext") / "data/demo/translate.src").read_text("utf-8")
+    src_ids, lengths = model.tokenize_source(text.splitlines()).to(dev)
+    nbest = translate(weaker, src_ids, lengths, num_beams=8, num_return_sequences=8)
+    bias = lmbr_bias_factory(
+        Evidence.from_beam_output(nbest, eos_id=model.eos_id), lmbr_theta(*THETA),
+        vocab_size=model.vocab_size, eos_id=model.eos_id, weight=0.5, alpha=1.0,
+        end_id=model.eos_id,
+    )  # fmt: skip
 
     timings = _interleaved(
         {
-            "plain": lambda: translate(model, src_ids, src_lens, num_beams=4),
-            "lmbr": lambda: translate(model, src_ids, src_lens, num_beams=4, score_bias=bias),
+            "plain": lambda: translate(model, src_ids, lengths, num_beams=4),
+            "lmbr": lambda: translate(model, src_ids, lengths, num_beams=4, score_bias=bias),
         },
         args,
         dev,
@@ -389,7 +313,7 @@ def _bars(ax: Any, labels: list[str], ours: list[float], theirs: list[float], na
     ax.legend()
 
 
-def plot(payload: dict[str, Any], info: common.DeviceInfo, path: Path) -> None:
+def plot(payload: dict[str, Any], info: common.DeviceInfo, path: Path) -> Path:
     fig, axes = common.new_figure(3, width=5.0)
     post = payload["parts"].get("posteriors", [])
     if post:
@@ -413,38 +337,34 @@ def plot(payload: dict[str, Any], info: common.DeviceInfo, path: Path) -> None:
               [r["sacrebleu_ms"] for r in mbr], "sacrebleu pairs")  # fmt: skip
         axes[2].set_title(f"MBR rerank, {mbr[0]['B']} sentences")
     fig.suptitle(f"LMBR on {info.name}")
-    common.save_figure(fig, path)
+    return common.save_figure(fig, path)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default=common.default_device())
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
-    parser.add_argument("--quick", action="store_true", help="small sizes, a smoke test")
+    common.add_arguments(parser, "lmbr", threads_help="torch CPU threads (default: torch's)",
+                         quick_help="small sizes, a smoke test (about a minute)",
+                         repeat_help="timed calls per decode point (default 3; --quick 1)",
+                         report=False)  # fmt: skip
     parser.add_argument(
         "--parts", default="posteriors,step,decode,mbr", help="comma-separated subset"
     )
-    parser.add_argument("--out-dir", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = common.parse(parser, argv)
     args.batch = 64
     args.length = 30
     args.hypotheses = [50, 200]
     args.prefix_lengths = [1, 5, 15, 30]
     args.candidates = [8, 16]
-    args.decode_repeat = 3
+    args.decode_repeat = args.repeat or (1 if args.quick else 3)
     if args.quick:
         args.batch, args.hypotheses, args.prefix_lengths = 16, [20, 50], [1, 10]
-        args.candidates, args.decode_repeat = [8], 1
+        args.candidates = [8]
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    dev = torch.device(args.device)
-    info = common.device_info(dev)
-    print(f"LMBR benchmark on {info.name}")
+    run = common.start(args, cpu_threads=None)
     runners: dict[str, Callable[[argparse.Namespace, torch.device], list[dict[str, Any]]]] = {
         "posteriors": bench_posteriors,
         "step": bench_step,
@@ -452,18 +372,18 @@ def main(argv: list[str] | None = None) -> int:
         "mbr": bench_mbr,
     }
     payload: dict[str, Any] = {
-        "meta": common.run_metadata(info, ["transformers", "sacrebleu"]),
+        "meta": common.run_metadata(run.info, ["transformers", "sacrebleu"]),
         "quick": args.quick,
         "parts": {},
     }
     for part in args.parts.split(","):
-        payload["parts"][part] = runners[part](args, dev)
-    suffix = "-quick" if args.quick else ""
-    json_path = common.results_path(f"lmbr{suffix}", info, ".json", args.out_dir)
-    common.write_json(json_path, payload)
-    png_path = common.results_path(f"lmbr{suffix}", info, ".png", args.out_dir)
-    plot(payload, info, png_path)
-    print(f"wrote {json_path} and {png_path}")
+        if run.out_of_time():
+            print(f"--time-limit {args.time_limit:g} s reached: {part} not run")
+            continue
+        payload["parts"][part] = runners[part](args, run.device)
+        common.write_json(run.json_path, payload)
+    print(f"wrote {run.json_path}")
+    common.write_plot(args, lambda: plot(payload, run.info, run.png_path))
     return 0
 
 

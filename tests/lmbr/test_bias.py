@@ -208,6 +208,13 @@ def test_lmbr_theta_rejects_bad_settings(kwargs, match):
         lmbr_theta(**kwargs)
 
 
+def test_lmbr_theta_rejects_a_setting_that_is_no_number():
+    with pytest.raises(TypeError, match="p must be a number"):
+        lmbr_theta("0.7", 0.6)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_ngram_order must be an int"):
+        lmbr_theta(0.7, 0.6, max_ngram_order=4.0)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("p", "r", "T", "N"), [(0.741, 0.62, 10.0, 4), (0.5, 1.0, 1.0, 1), (0.2, 2.0, 3.0, 6)]
 )

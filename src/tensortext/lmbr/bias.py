@@ -56,14 +56,15 @@ def lmbr_theta(p: float, r: float, *, T: float = 10.0, max_ngram_order: int = 4)
         ``[N + 1]`` float64.
 
     Raises:
-        ValueError: a setting that is not a positive number, or ``max_ngram_order < 1``.
+        TypeError: a setting that is not a number (or not an int, for ``max_ngram_order``).
+        ValueError: a setting that is not finite and positive, or ``max_ngram_order < 1``.
 
     Example:
         >>> [round(x, 4) for x in lmbr_theta(0.741, 0.62).tolist()]
         [-0.1, 0.0337, 0.0544, 0.0878, 0.1416]
     """
     for name, value in (("p", p), ("r", r), ("T", T)):
-        if not (math.isfinite(value) and value > 0):
+        if not (math.isfinite(check_float(name, value, finite=False)) and value > 0):
             raise ValueError(f"{name} must be a positive number, got {value}")
     check_int("max_ngram_order", max_ngram_order, minimum=1)
     orders = torch.arange(max_ngram_order, dtype=torch.float64)

@@ -83,24 +83,28 @@ def run_cli(*argv: str) -> str:
 SOURCES = ["w1 w2 w3", "w4", "w5 w6 w7 w8 w9", "w10 w11", "w12 w13 w14 w15"]
 
 
-def test_hf_directory_matches_generate(hf_dir: Path, tmp_path: Path):
+def _assert_cli_equals_beam_search_hf(
+    model_dir: Path, tmp_path: Path, auto_class: str, max_new_tokens: int, batch_sentences: int
+) -> None:
+    """``translate --nbest 2 -k 3`` over SOURCES equals beam_search_hf on each sentence alone."""
     src = tmp_path / "src.txt"
     src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
     text = run_cli(
-        "translate", "-m", str(hf_dir), "-i", str(src), "-k", "3", "--max-new-tokens", "8",
-        "--nbest", "2", "--batch-sentences", "2", "--device", "cpu", "-q",
+        "translate", "-m", str(model_dir), "-i", str(src), "-k", "3",
+        "--max-new-tokens", str(max_new_tokens), "--nbest", "2",
+        "--batch-sentences", str(batch_sentences), "--device", "cpu", "-q",
     )  # fmt: skip
     lines = text.splitlines()
     assert len(lines) == 2 * len(SOURCES)
 
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    import transformers
 
-    model = AutoModelForSeq2SeqLM.from_pretrained(hf_dir).eval()
-    tokenizer = AutoTokenizer.from_pretrained(hf_dir)
+    model = getattr(transformers, auto_class).from_pretrained(model_dir).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
     for i, source in enumerate(SOURCES):
         encoded = tokenizer([source], return_tensors="pt")
         out = beam_search_hf(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
-                             max_new_tokens=8, num_return_sequences=2)  # fmt: skip
+                             max_new_tokens=max_new_tokens, num_return_sequences=2)  # fmt: skip
         for r in range(2):
             ids = out.sequences[0, r, : out.lengths[0, r]]
             expected_text = tokenizer.decode(ids, skip_special_tokens=True).strip()
@@ -109,31 +113,13 @@ def test_hf_directory_matches_generate(hf_dir: Path, tmp_path: Path):
             assert float(score) == pytest.approx(float(out.scores[0, r]), abs=1e-5)
 
 
+def test_hf_directory_matches_generate(hf_dir: Path, tmp_path: Path):
+    _assert_cli_equals_beam_search_hf(hf_dir, tmp_path, "AutoModelForSeq2SeqLM", 8, 2)
+
+
 def test_decoder_only_directory_matches_generate(causal_dir: Path, tmp_path: Path):
     """Prompts are left-padded per batch; each continues as it does alone."""
-    src = tmp_path / "src.txt"
-    src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
-    text = run_cli(
-        "translate", "-m", str(causal_dir), "-i", str(src), "-k", "3", "--max-new-tokens", "6",
-        "--nbest", "2", "--batch-sentences", "3", "--device", "cpu", "-q",
-    )  # fmt: skip
-    lines = text.splitlines()
-    assert len(lines) == 2 * len(SOURCES)
-
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(causal_dir).eval()
-    tokenizer = AutoTokenizer.from_pretrained(causal_dir)
-    for i, source in enumerate(SOURCES):
-        encoded = tokenizer([source], return_tensors="pt")
-        out = beam_search_hf(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
-                             max_new_tokens=6, num_return_sequences=2)  # fmt: skip
-        for r in range(2):
-            ids = out.sequences[0, r, : out.lengths[0, r]]
-            expected_text = tokenizer.decode(ids, skip_special_tokens=True).strip()
-            number, got_text, _, score = (f.strip() for f in lines[2 * i + r].split("|||"))
-            assert (int(number), got_text) == (i, expected_text)
-            assert float(score) == pytest.approx(float(out.scores[0, r]), abs=1e-5)
+    _assert_cli_equals_beam_search_hf(causal_dir, tmp_path, "AutoModelForCausalLM", 6, 3)
 
 
 def test_sorted_and_unsorted_batches_agree(hf_dir: Path, tmp_path: Path):

@@ -23,15 +23,20 @@ from tensortext.decode.hf import beam_search_hf
 WORDS = [f"w{i}" for i in range(40)]
 
 
-@pytest.fixture(scope="module")
-def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random Marian model with a word-level tokenizer, saved like a hub checkpoint."""
+def _word_tokenizer() -> PreTrainedTokenizerFast:
+    """A word-level tokenizer over WORDS: EOS 0, unknown 1, the words 2..41, padding 42."""
     vocab = {"</s>": 0, "<unk>": 1, **{w: i + 2 for i, w in enumerate(WORDS)}, "<pad>": 42}
     tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>", eos_token="</s>"
     )
+
+
+@pytest.fixture(scope="module")
+def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Marian model with a word-level tokenizer, saved like a hub checkpoint."""
+    fast = _word_tokenizer()
     torch.manual_seed(0)
     model = MarianMTModel(
         MarianConfig(
@@ -52,12 +57,7 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def causal_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Llama-style decoder-only model with the same word-level tokenizer."""
-    vocab = {"</s>": 0, "<unk>": 1, **{w: i + 2 for i, w in enumerate(WORDS)}, "<pad>": 42}
-    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="<unk>", pad_token="<pad>", eos_token="</s>"
-    )
+    fast = _word_tokenizer()
     torch.manual_seed(0)
     model = LlamaForCausalLM(
         LlamaConfig(

@@ -124,6 +124,7 @@ def translate(
     check_shape("lengths", lengths, [src_ids.shape[0]], f"[N] = [{src_ids.shape[0]}]")
     device = src_ids.device
     results: list[tuple[Tensor, BeamOutput]] = []
+    finished_count = 0
     for batch in length_batches(
         lengths, max_sentences=max_sentences, max_tokens=max_tokens, sort_by_length=sort_by_length
     ):
@@ -150,8 +151,9 @@ def translate(
             vocab_size=decoder.vocab_size,
         )
         results.append((batch, out))
+        finished_count += batch.numel()
         if progress is not None:
-            progress(sum(done.numel() for done, _ in results))
+            progress(finished_count)
     return _in_input_order(results, src_ids.shape[0], num_return_sequences, decoder, device)
 
 

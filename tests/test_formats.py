@@ -186,6 +186,17 @@ def test_read_nbest_errors_without_a_line(tmp_path):
         read_nbest(path, tokenize=tokenize)
 
 
+@pytest.mark.parametrize(
+    ("max_hypotheses", "error"), [(-1, ValueError), (0, ValueError), (1.5, TypeError)]
+)
+def test_read_nbest_refuses_a_bad_max_hypotheses(max_hypotheses, error, tmp_path):
+    """Issue 16 item 10: ``max_hypotheses=-1`` silently dropped the last hypothesis."""
+    path = tmp_path / "nbest.txt"
+    path.write_text(moses_line(0, "3", -1.0) + moses_line(0, "4", -2.0), encoding="utf-8")
+    with pytest.raises(error, match="max_hypotheses"):
+        read_nbest(path, max_hypotheses=max_hypotheses)
+
+
 # --------------------------------------------------------------------------------------------
 # SGNMT n-gram posterior files
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from tensortext.padded import PAD_ID, Padded, pad_ragged, pad_ragged_refs
+from tensortext.padded import MISSING_REF, PAD_ID, Padded, pad_ragged, pad_ragged_refs
 
 
 def test_pad_ragged():
@@ -28,10 +28,18 @@ def test_pad_ragged_empty_batch():
 def test_pad_ragged_refs_variable_slots():
     ids, lengths = pad_ragged_refs([[[1, 2]], [[3], [4, 5, 6]]])
     assert ids.shape == (2, 2, 3)
-    assert lengths.tolist() == [[2, 0], [1, 3]]
+    assert lengths.tolist() == [[2, MISSING_REF], [1, 3]]  # an unused slot is missing
     assert ids[1, 1].tolist() == [4, 5, 6]
     assert ids[0, 1].tolist() == [PAD_ID] * 3
     assert ids.dtype == lengths.dtype == torch.long
+
+
+def test_pad_ragged_refs_empty_reference_is_not_missing():
+    """Issue 16 item 5: an empty reference (length 0) and an unused slot (MISSING_REF) differ."""
+    ids, lengths = pad_ragged_refs([[[5, 6], []], [[7]], []])
+    assert MISSING_REF == -1
+    assert lengths.tolist() == [[2, 0], [1, MISSING_REF], [MISSING_REF, MISSING_REF]]
+    assert ids[0, 1].tolist() == ids[1, 1].tolist() == [PAD_ID] * 2
 
 
 def test_tolist_inverts_pad_ragged():

@@ -26,6 +26,7 @@ __all__ = [
     "check_int",
     "check_integer_tensor",
     "check_lengths",
+    "check_pad_ids",
     "check_same_device",
     "check_shape",
     "resolve_device",
@@ -147,3 +148,26 @@ def check_lengths(
     check_shape(name, tensor, list(shape), str(list(shape)))
     check_same_device(name, tensor, device, of)
     return tensor
+
+
+def check_pad_ids(pad_id: object, tensors: Sequence[tuple[str, Tensor]]) -> tuple[int, ...]:
+    """``pad_id`` (an ``int``, or a non-empty tuple or list of them) as a tuple of IDs that fit
+    the dtype of every ``(name, tensor)`` in ``tensors``."""
+    values = pad_id if isinstance(pad_id, (tuple, list)) else (pad_id,)
+    if not values:
+        raise ValueError("pad_id must be an int or a non-empty tuple of ints, got ()")
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(
+                f"pad_id must be an int or a tuple of ints such as (0, -100), got "
+                f"{type(value).__name__} {value!r}"
+            )
+    for name, tensor in tensors:
+        info = torch.iinfo(tensor.dtype)
+        for value in values:
+            if not info.min <= value <= info.max:
+                raise ValueError(
+                    f"pad_id={value} cannot occur in {name} of dtype {tensor.dtype} (values "
+                    f"{info.min}..{info.max}); pass {name}.long(), or a pad_id in that range"
+                )
+    return tuple(values)

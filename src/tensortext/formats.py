@@ -25,6 +25,7 @@ from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
 import torch
 
+from tensortext._checks import check_int
 from tensortext.lmbr.posteriors import Evidence
 from tensortext.padded import PAD_ID
 
@@ -206,7 +207,8 @@ def read_nbest(
         num_sentences: ``B``; default ``1 + the largest id``. Sentences without lines get no
             hypotheses (all scores ``-inf``).
         tokenize: Maps the text field to token IDs; default: whitespace-separated integers.
-        max_hypotheses: Keep at most this many hypotheses per sentence (the first ones).
+        max_hypotheses: Keep at most this many hypotheses per sentence (the first ones);
+            ``>= 1`` or ``None`` (all).
         device: Where the tensors go (CPU by default).
 
     Returns:
@@ -214,8 +216,12 @@ def read_nbest(
         lengths [B, M] int64, scores [B, M] float64)``, ``-inf`` scores marking absent slots.
 
     Raises:
-        ValueError: naming the file and line of a malformed entry.
+        TypeError: ``max_hypotheses`` not an int. ValueError: ``max_hypotheses < 1``, or
+            naming the file and line of a malformed entry.
     """
+    if max_hypotheses is not None:
+        # Checked before reading: a negative slice end would silently drop the last ones.
+        check_int("max_hypotheses", max_hypotheses, minimum=1)
     by_sentence: dict[int, list[tuple[list[int], float]]] = {}
     for line in _numbered_lines(path):
         sentence, ids, score = _parse_nbest_line(*line, tokenize)

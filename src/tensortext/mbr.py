@@ -38,6 +38,11 @@ def _check_inputs(candidates: object, lengths: object, scores: object | None) ->
     ids = check_integer_tensor("candidates", candidates, shape="[B, N, L]")
     check_shape("candidates", ids, [None, None, None], "[B, N, L]")
     batch, num, _ = ids.shape
+    if num == 0:
+        raise ValueError(
+            f"candidates has shape {list(ids.shape)}: no candidates (N = 0) to choose from; "
+            "pass at least one candidate per sentence"
+        )
     lens = check_integer_tensor("lengths", lengths, shape="[B, N]")
     check_shape("lengths", lens, [batch, num], f"[B, N] = [{batch}, {num}]")
     for name, tensor in (("lengths", lens), ("scores", scores)):
@@ -95,7 +100,8 @@ def mbr_rerank(
         :class:`MBRResult` ``(best [B], expected_bleu [B, N])``.
 
     Raises:
-        TypeError: a wrong type or dtype. ValueError: a wrong shape, device or value.
+        TypeError: a wrong type or dtype. ValueError: a wrong shape (``N = 0`` included),
+            device or value.
 
     Example:
         >>> candidates = torch.tensor([[[5, 6, 7], [5, 6, 8], [9, 9, 9]]])

@@ -12,7 +12,7 @@ of ``P`` integers plus a few element-wise passes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import torch
 from torch import Tensor
@@ -92,7 +92,8 @@ def iter_ngram_ids(
     Yields:
         For ``n = 1..N``, an ``[S, L]`` int64 tensor whose entry ``[s, i]`` is the ID of the
         n-gram ``token_ids[s, i:i+n]`` if it lies inside the row (``i + n <= lengths[s]``),
-        else ``-1``. IDs are below ``S * L``.
+        else ``-1``. IDs are below ``S * L``. Orders above ``L`` cost nothing: they share one
+        all ``-1`` tensor (do not modify yielded tensors in place).
     """
     num_rows, max_len = token_ids.shape
     num_positions = num_rows * max_len
@@ -108,7 +109,15 @@ def iter_ngram_ids(
     # fits int64 for up to 3e9 positions.
     group_of_position = groups.long().unsqueeze(1).expand(num_rows, max_len).reshape(-1)
     ids = compact_ids(group_of_position.mul(num_positions).add_(token_rank))
+    # Orders above the padded width L hold no n-gram in any row: one shared all -1 tensor, no
+    # work (max_ngram_order may be in the thousands).
+    nothing: Tensor | None = None
     for order in range(1, max_ngram_order + 1):
+        if order > max_len:
+            if nothing is None:
+                nothing = torch.full((num_rows, max_len), -1, dtype=torch.long, device=device)
+            yield nothing
+            continue
         if order > 1:
             # The n-gram at i is the (n-1)-gram at i followed by the token at i+n-1. Shifting the
             # flat array crosses row ends; those positions are invalid and masked below.
@@ -147,26 +156,31 @@ def count_ngrams(ids: Tensor, slots: Tensor, num_slots: int) -> Tensor:
     return counts[: num_ids * num_slots].view(num_ids, num_slots)
 
 
-def strip_padding(token_ids: Tensor, pad_id: int) -> tuple[Tensor, Tensor]:
-    """Removes every ``pad_id`` token from each row and left-aligns what remains.
+def strip_padding(token_ids: Tensor, pad_id: int | Sequence[int]) -> tuple[Tensor, Tensor]:
+    """Removes every padding token from each row and left-aligns what remains.
 
-    Equivalent to ``[t for t in row if t != pad_id]`` per row, so left, right and inner padding
-    all work.
+    Equivalent to ``[t for t in row if t not in pad_ids]`` per row, so left, right and inner
+    padding all work.
 
     Args:
         token_ids: ``[..., L]`` integer tensor.
-        pad_id: the padding token.
+        pad_id: the padding token, or several (e.g. ``(pad_token_id, -100)`` for predictions
+            and labels padded differently); each must fit ``token_ids.dtype``.
 
     Returns:
         ``(compacted [..., L], lengths [...])``; positions at or after a row's length hold
-        ``pad_id``.
+        the (first) ``pad_id``.
     """
-    keep = token_ids != pad_id
+    pad_ids = (pad_id,) if isinstance(pad_id, int) else tuple(pad_id)
+    # One comparison per pad ID (a handful): no host-to-device copy of the IDs.
+    keep = token_ids != pad_ids[0]
+    for other in pad_ids[1:]:
+        keep &= token_ids != other
     lengths = keep.sum(-1)
     max_len = token_ids.shape[-1]
     # Kept tokens go to their rank among kept tokens; dropped ones to a spill column L.
     target = torch.where(keep, keep.cumsum(-1) - 1, max_len)
     spill_shape = (*token_ids.shape[:-1], max_len + 1)
-    compacted = torch.full(spill_shape, pad_id, dtype=token_ids.dtype, device=token_ids.device)
+    compacted = torch.full(spill_shape, pad_ids[0], dtype=token_ids.dtype, device=token_ids.device)
     compacted.scatter_(-1, target, token_ids)
     return compacted[..., :max_len], lengths

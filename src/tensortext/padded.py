@@ -7,6 +7,9 @@
   GPT-2, cl100k and o200k). Interfaces borrowed from other libraries keep theirs (HF's
   ``generate`` pads with ``pad_token_id``).
 * Lengths are called ``lengths``, or ``hyp_lens`` / ``ref_lens`` where there are two sides.
+* Reference sets are ``[B, R, L]`` slots. A slot without a reference has length
+  :data:`MISSING_REF` (``-1``); length 0 is an empty reference, which BLEU scores as sacrebleu
+  and NLTK do (it can be the closest reference length).
 
 BPE batch encoding, beam-search output (:meth:`~tensortext.decode.BeamOutput.without_eos`), the
 bundled model's tokenizers and the file readers all return :class:`Padded`.
@@ -21,9 +24,11 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-__all__ = ["PAD_ID", "Padded", "pad_ragged", "pad_ragged_refs"]
+__all__ = ["MISSING_REF", "PAD_ID", "Padded", "pad_ragged", "pad_ragged_refs"]
 
 PAD_ID = -1
+# The length of a reference slot that holds no reference (length 0 is an empty reference).
+MISSING_REF = -1
 
 
 class Padded(NamedTuple):
@@ -85,11 +90,23 @@ def pad_ragged_refs(
 
     Returns:
         :class:`Padded` ``(ids [B, R, L], lengths [B, R])`` with ``R = max(1, max R_b)``; unused
-        slots have length 0 ("no reference in this slot").
+        slots have length :data:`MISSING_REF` (-1, "no reference in this slot", sacrebleu's
+        ``None``), while an empty reference keeps length 0 (sacrebleu's ``""``, NLTK's ``[]``).
+
+    Example:
+        >>> pad_ragged_refs([[[5, 6], []], [[7]]]).lengths.tolist()
+        [[2, 0], [1, -1]]
     """
     slots = max([len(refs) for refs in references] + [1])
     flat_refs = [
         refs[slot] if slot < len(refs) else () for refs in references for slot in range(slots)
     ]
-    ids, lengths = pad_ragged(flat_refs, device=device)
-    return Padded(ids.view(len(references), slots, -1), lengths.view(len(references), slots))
+    used = torch.tensor(
+        [slot < len(refs) for refs in references for slot in range(slots)], dtype=torch.bool
+    )
+    ids, lengths = pad_ragged(flat_refs)
+    lengths = lengths.masked_fill(~used, MISSING_REF)
+    return Padded(
+        ids.view(len(references), slots, -1).to(device),
+        lengths.view(len(references), slots).to(device),
+    )

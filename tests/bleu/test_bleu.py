@@ -25,22 +25,21 @@ from oracles.bleu import (
     assert_scores_close,
     assert_stats_equal,
     pack_hyps,
-    pack_refs,
     ref_corpus,
     ref_from_stats,
     ref_sentence,
     ref_stats,
 )
+
+# Absent reference slots as MISSING_REF (the shared helpers give them length 0).
+from ref_slots import cases, dense_cases, encodings, pack_refs
 from strategies import (
     MAX_EXAMPLES,
     SETTINGS,
     Case,
     any_options,
-    cases,
-    dense_cases,
     devices,
     dtypes,
-    encodings,
     logical_batches,
     nltk_options,
     orders,
@@ -407,3 +406,43 @@ def test_random_large_batch(seed: int, opts: dict[str, Any]) -> None:
     for dtype in (torch.float32, torch.float64):
         check_sentence(case, opts, dtype)
         check_corpus(case, opts, dtype)
+
+
+def test_orders_above_the_longest_sequence_cost_nothing(monkeypatch):
+    """Issue 16 item 16: ``max_ngram_order=5000`` took 55 s on a 64 x 128 batch. Orders above the
+    padded width have no n-grams: no counting for them, and the same scores as the references."""
+    import tensortext.bleu.stats as stats_module
+    import tensortext.ngrams as ngrams_module
+
+    calls = {"count_ngrams": 0, "compact_ids": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(
+        stats_module, "count_ngrams", counted("count_ngrams", stats_module.count_ngrams)
+    )
+    monkeypatch.setattr(
+        ngrams_module, "compact_ids", counted("compact_ids", ngrams_module.compact_ids)
+    )
+    hyps = [[1, 2, 3, 4, 5], [1, 2, 3], [4, 4, 4, 4, 4]]
+    refs = [[[1, 2, 3, 4, 5, 6]], [[1, 2, 3]], [[4, 4, 4]]]
+    hyp_ids, hyp_lens = pack_hyps(hyps)
+    ref_ids, ref_lens = pack_refs(refs)
+    width = max(hyp_ids.shape[1], ref_ids.shape[2])
+    stats = bleu_stats(hyp_ids, ref_ids, hyp_lens=hyp_lens, ref_lens=ref_lens, max_ngram_order=5000)
+    assert calls["count_ngrams"] <= width and calls["compact_ids"] <= width + 1
+    assert stats.shape == (3, 2 + 2 * 5000)
+    expected_stats = ref_stats(hyps, refs, "sacrebleu", max_ngram_order=5000)
+    assert_stats_equal(stats, expected_stats, max_ngram_order=5000)
+    for compat in ("sacrebleu", "nltk"):
+        ours = sentence_bleu(
+            hyp_ids, ref_ids, hyp_lens=hyp_lens, ref_lens=ref_lens, max_ngram_order=12,
+            compat=compat, smooth_method="floor", dtype=torch.float64,
+        )  # fmt: skip
+        expected = ref_sentence(hyps, refs, compat, max_ngram_order=12, smooth_method="floor")
+        assert_scores_close(ours, expected, atol=ATOL[torch.float64])

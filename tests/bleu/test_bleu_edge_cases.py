@@ -22,7 +22,6 @@ from oracles.bleu import (
     nltk_corpus,
     nltk_sentence,
     pack_hyps,
-    pack_refs,
     pad_with_id,
     present_refs,
     ref_corpus,
@@ -31,6 +30,9 @@ from oracles.bleu import (
     sacrebleu_corpus,
     sacrebleu_sentence,
 )
+
+# Absent reference slots as MISSING_REF (the shared helper gives them length 0).
+from ref_slots import pack_refs
 from strategies import DEVICES
 
 from tensortext import bleu_stats, corpus_bleu, sentence_bleu
@@ -368,6 +370,46 @@ def test_lengths_take_priority_over_pad_id(opts: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("opts", PAD_LAYOUT_OPTS)
+def test_several_pad_ids_seq2seq_trainer_style(opts: dict[str, Any]) -> None:
+    """Issue 16 item 8: predictions padded with ``pad_token_id`` (0 here), labels with -100, as
+    a ``Seq2SeqTrainer``'s ``compute_metrics`` gets them. ``pad_id=-100`` alone scored 0.615."""
+    hyps, slots = [[5, 6, 7, 8, 9], [5, 6, 7]], [[[5, 6, 7, 8, 9]], [[5, 6, 7]]]
+    kw = {
+        "hyp_ids": torch.tensor([[5, 6, 7, 8, 9, 0, 0], [5, 6, 7, 0, 0, 0, 0]]),
+        "ref_ids": torch.tensor([[5, 6, 7, 8, 9, -100], [5, 6, 7, -100, -100, -100]]),
+        "pad_id": (0, -100),
+    }
+    ours = check_all(hyps, slots, opts, torch.float64, kwargs=kw)
+    if opts["compat"] == "sacrebleu":
+        assert float(corpus_bleu(**kw)) == 1.0
+    assert (
+        ours.tolist()
+        == sentence_bleu(**{**kw, "pad_id": [0, -100]}, **opts, dtype=torch.float64).tolist()
+    )
+    # One int keeps working; the tuple's order does not matter.
+    assert bleu_stats(**{**kw, "pad_id": (-100, 0)}).tolist() == bleu_stats(**kw).tolist()
+    assert bleu_stats(kw["hyp_ids"], kw["hyp_ids"], pad_id=0)[:, :2].tolist() == [[5, 5], [3, 3]]
+
+
+@pytest.mark.parametrize(
+    ("pad_id", "error", "match"),
+    [
+        ((), ValueError, "non-empty"),
+        ((0, 0.5), TypeError, "pad_id"),
+        ((0, True), TypeError, "pad_id"),
+        (1000, ValueError, "int8"),  # cannot occur in int8 IDs: a raw torch error before
+        ((0, -100), ValueError, "uint8"),
+    ],
+)
+def test_bad_pad_ids_are_named(pad_id: Any, error: type, match: str) -> None:
+    """Issue 16 items 8 and 21: a ``pad_id`` outside the IDs' dtype was a raw torch error."""
+    dtype = torch.uint8 if match == "uint8" else torch.int8
+    ids = torch.tensor([[5, 6, 7]], dtype=dtype)
+    with pytest.raises(error, match=match):
+        sentence_bleu(ids, ids, pad_id=pad_id)
+
+
+@pytest.mark.parametrize("opts", PAD_LAYOUT_OPTS)
 def test_negative_junk_past_lengths_is_ignored(opts: dict[str, Any]) -> None:
     hyps, slots = [[1, 2, 3], [2]], [[[1, 2], [3, 2, 1]], [[2, 2], []]]
     hyp_ids, hyp_lens = pack_hyps(hyps, width=5, junk=-1)
@@ -679,9 +721,9 @@ INPUT_ERRORS = {
         {"hyp_ids": H, "ref_ids": R2, "ref_lens": torch.tensor([1, 1, 1])},
         "ref_lens",
     ),
-    "ref_lens_negative": (
-        {"hyp_ids": H, "ref_ids": R3, "ref_lens": torch.tensor([[1, -1], [0, 2]])},
-        "ref_lens",
+    "ref_lens_negative": (  # -1 marks a missing reference; below that is an error
+        {"hyp_ids": H, "ref_ids": R3, "ref_lens": torch.tensor([[1, -2], [0, 2]])},
+        r"outside -1\.\..*-1 marks a slot without a reference",
     ),
     "ref_lens_above_L": (
         {"hyp_ids": H, "ref_ids": R2, "ref_lens": torch.tensor([3, 2])},
@@ -805,3 +847,61 @@ def test_device_mismatch(fn: Any, which: str) -> None:
     kwargs[which] = kwargs[which].to(_other_device())
     with pytest.raises((ValueError, TypeError), match=f"device|{which}"):
         fn(**kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Empty vs missing references (issue 16 item 5)
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("smooth_method", ["exp", "floor"])
+def test_empty_reference_differs_from_a_missing_one(smooth_method: str) -> None:
+    """Length 0 is an empty reference (sacrebleu's ``""``, NLTK's ``[]``): the closest reference
+    length can be 0. ``MISSING_REF`` (-1) is no reference (sacrebleu's ``None``), as is an
+    unused slot of ``pad_ragged_refs``. Checked against both libraries directly."""
+    from nltk.translate.bleu_score import SmoothingFunction
+    from nltk.translate.bleu_score import corpus_bleu as nltk_corpus_bleu
+    from nltk.translate.bleu_score import sentence_bleu as nltk_sentence_bleu
+    from sacrebleu.metrics import BLEU as SacreBLEU
+
+    from tensortext.padded import MISSING_REF, pad_ragged, pad_ragged_refs
+
+    hyps = [[1, 2, 3, 4], [5, 6, 7]]
+    ref_ids = torch.tensor(
+        [[[1, 2, 3, 4, 5, 6, 7, 8, 9], [0] * 9], [[5, 6, 7, 8, 9] + [0] * 4, [0] * 9]]
+    )
+    hyp_ids, hyp_lens = pack_hyps(hyps)
+    empty = torch.tensor([[9, 0], [5, 0]])
+    missing = torch.tensor([[9, MISSING_REF], [5, MISSING_REF]])
+    sacre = SacreBLEU(tokenize="none", smooth_method=smooth_method)
+    text = [" ".join(map(str, h)) for h in hyps]
+    streams = [["1 2 3 4 5 6 7 8 9", "5 6 7 8 9"]]
+    for lens, second in ((empty, ["", ""]), (missing, [None, None])):
+        kw = {"hyp_ids": hyp_ids, "hyp_lens": hyp_lens, "ref_ids": ref_ids, "ref_lens": lens}
+        expected = sacre.corpus_score(text, [*streams, second])
+        stats = bleu_stats(**kw)
+        assert stats[:, 1].tolist() == ([0, 5] if second[0] == "" else [9, 5])
+        assert stats.sum(0)[:2].tolist() == [expected.sys_len, expected.ref_len]
+        ours = corpus_bleu(**kw, smooth_method=smooth_method, dtype=torch.float64)
+        assert float(ours) * 100 == pytest.approx(expected.score, abs=1e-9)
+        sentence = sentence_bleu(**kw, smooth_method=smooth_method, dtype=torch.float64)
+        refs = [[streams[0][b]] + ([second[b]] if second[b] is not None else []) for b in range(2)]
+        expected_sentence = [sacre.sentence_score(text[b], refs[b]).score / 100 for b in range(2)]
+        assert sentence.tolist() == pytest.approx(expected_sentence, abs=1e-12)
+    # NLTK: [] is an empty reference.
+    nltk_refs = [[[1, 2, 3, 4, 5, 6, 7, 8, 9], []], [[5, 6, 7, 8, 9], []]]
+    smoothing = SmoothingFunction().method1
+    kw = {"hyp_ids": hyp_ids, "hyp_lens": hyp_lens, "ref_ids": ref_ids, "ref_lens": empty}
+    ours = corpus_bleu(**kw, compat="nltk", smooth_method="method1", dtype=torch.float64)
+    expected_nltk = nltk_corpus_bleu(nltk_refs, hyps, smoothing_function=smoothing)
+    assert float(ours) == pytest.approx(expected_nltk, abs=1e-12)
+    ours_s = sentence_bleu(**kw, compat="nltk", smooth_method="method1", dtype=torch.float64)
+    expected_s = [
+        nltk_sentence_bleu(r, h, smoothing_function=smoothing)
+        for r, h in zip(nltk_refs, hyps, strict=True)
+    ]
+    assert ours_s.tolist() == pytest.approx(expected_s, abs=1e-12)
+    # pad_ragged_refs: [] is an empty reference, an unused slot is missing.
+    with_empty = bleu_stats(pad_ragged(hyps), pad_ragged_refs([[r[0], []] for r in nltk_refs]))
+    without = bleu_stats(pad_ragged(hyps), pad_ragged_refs([[r[0]] for r in nltk_refs]))
+    assert with_empty[:, 1].tolist() == [0, 5] and without[:, 1].tolist() == [9, 5]

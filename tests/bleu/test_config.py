@@ -100,6 +100,9 @@ VALUE_ERRORS = {
     "inf weight": ({"compat": "nltk", "weights": [1, 1, 1, float("inf")]}, "weights"),
     "nltk method under sacrebleu": ({"smooth_method": "method4"}, "compat='nltk'"),
     "effective_order under nltk": ({"compat": "nltk", "effective_order": True}, "effective_order"),
+    # Issue 16 item 9: NLTK raises ZeroDivisionError for k = 0; we refuse it up front.
+    "method4 k=0": ({"compat": "nltk", "smooth_method": "method4", "smooth_value": 0}, "> 0"),
+    "method7 k<0": ({"compat": "nltk", "smooth_method": "method7", "smooth_value": -1}, "> 0"),
 }
 
 
@@ -119,3 +122,17 @@ def test_config_and_keywords_together_is_an_error() -> None:
         corpus_bleu(hyp, hyp, config={"smooth_method": "floor"})  # type: ignore[arg-type]
     # Keywords equal to their defaults are no conflict.
     assert float(sentence_bleu(hyp, hyp, config=BleuConfig(), smooth_method="exp")) == 1.0
+
+
+def test_nltk_method4_with_k_zero_raises_as_nltk_does() -> None:
+    """Issue 16 item 9: NLTK's method4 divides by k; a zero k is an error there, not inf."""
+    from nltk.translate.bleu_score import SmoothingFunction
+    from nltk.translate.bleu_score import sentence_bleu as nltk_sentence_bleu
+
+    with pytest.raises(ZeroDivisionError):
+        nltk_sentence_bleu(
+            [[1, 2, 3, 4]], [1, 2, 5, 6], smoothing_function=SmoothingFunction(k=0).method4
+        )
+    hyp, ref = torch.tensor([[1, 2, 5, 6]]), torch.tensor([[1, 2, 3, 4]])
+    with pytest.raises(ValueError, match="smooth_value"):
+        sentence_bleu(hyp, ref, compat="nltk", smooth_method="method4", smooth_value=0)

@@ -53,10 +53,8 @@ def test_batches_add_up_to_corpus_bleu(options):
 def test_matches_nltk_corpus_bleu_across_updates():
     hyp, ref, hyp_lens, ref_lens = random_corpus(1)
     hyps = [hyp[b, : hyp_lens[b]].tolist() for b in range(len(hyp))]
-    refs = [
-        [ref[b, r, : ref_lens[b, r]].tolist() for r in range(2) if ref_lens[b, r] > 0] or [[]]
-        for b in range(len(hyp))
-    ]
+    # Length 0 is an empty reference ([] for NLTK), not a missing one.
+    refs = [[ref[b, r, : ref_lens[b, r]].tolist() for r in range(2)] for b in range(len(hyp))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         expected = nltk_corpus_bleu(refs, hyps, smoothing_function=SmoothingFunction().method7)
@@ -118,3 +116,16 @@ def test_distributed_equals_single_process(options):
         mp.spawn(_distributed_worker, args=(world, f"{tmp}/init", options, out), nprocs=world)
         results = [out[rank] for rank in range(world)]
     assert results == [expected] * world
+
+
+def test_last_stats_is_a_private_copy():
+    """Issue 16 item 7: editing the statistics ``update`` returns must not move the score."""
+    # method7 reads the last sentence's 5-gram precision: make it 1 (a perfect last sentence).
+    hyp = torch.tensor([[1, 2, 3, 9, 9, 9, 9], [1, 2, 3, 4, 5, 6, 7]])
+    ref = torch.tensor([[1, 2, 3, 4, 5, 6, 7], [1, 2, 3, 4, 5, 6, 7]])
+    options = dict(compat="nltk", smooth_method="method7", dtype=torch.float64)
+    expected = float(corpus_bleu(hyp, ref, **options))
+    metric = BLEU(**options)
+    returned = metric.update(hyp, ref)
+    returned.zero_()
+    assert float(metric.compute()) == expected

@@ -106,3 +106,29 @@ def test_option_errors_are_clean(tmp_path, capsys):
     with pytest.raises(SystemExit):
         run(["bleu", str(ref_file), "-s", "method4"], "1 2\n")
     assert "compat='nltk'" in capsys.readouterr().err
+
+
+def test_empty_reference_lines_are_empty_references_as_in_sacrebleu(tmp_path):
+    """Issue 16 item 5: with several reference files an empty line is an empty reference (it
+    can be the closest reference length), not a missing one. Both real console scripts."""
+    import subprocess
+    import sys
+
+    bin_dir = Path(sys.executable).parent
+    (tmp_path / "hyp.txt").write_text("1 2 3 4\n5 6 7\n", encoding="utf-8")
+    (tmp_path / "r1.txt").write_text("1 2 3 4 5 6 7 8 9\n5 6 7 8 9 10 11 12\n", encoding="utf-8")
+    (tmp_path / "r2.txt").write_text("\n5 6 7\n", encoding="utf-8")
+    files = ["r1.txt", "r2.txt", "-i", "hyp.txt"]
+
+    def score(*command: str) -> str:
+        done = subprocess.run(
+            command, cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120
+        )
+        return done.stdout.strip()
+
+    expected = score(str(bin_dir / "sacrebleu"), *files, "-tok", "none", "-b", "-w", "4")
+    ours = score(str(bin_dir / "tensortext"), "bleu", *files, "--tokenize", "none", "-b", "-w", "4")
+    assert expected == "100.0000"  # the empty reference is closest to the 4-token hypothesis
+    assert ours == expected
+    ids = score(str(bin_dir / "tensortext"), "bleu", *files, "-b", "-w", "4")  # --tokenize ids
+    assert ids == expected

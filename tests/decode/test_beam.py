@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -334,6 +335,13 @@ BAD_SETTINGS = [
     (dict(batch_size=2), "start_ids"),
     (dict(start_ids=torch.tensor([1.0])), "start_ids"),
     (dict(start_ids=torch.zeros((1, 0), dtype=torch.int64)), "start_ids"),
+    # Issue 16 item 21: these were raw torch or Python errors.
+    (dict(length_penalty=1e6), "length_penalty"),  # OverflowError
+    (dict(length_penalty=-1e6), "length_penalty"),  # scores divided by 0.0
+    (dict(vocab_size=2, num_beams=1, eos_id=[0, 1]), "finished='mask'"),  # topk out of range
+    (dict(vocab_size=None, num_beams=1, eos_id=list(range(10))), "finished='mask'"),
+    (dict(eos_id=torch.zeros(2, 2, dtype=torch.long)), "eos_id"),
+    (dict(eos_id=torch.tensor(0.0)), "eos_id"),
 ]
 
 
@@ -384,3 +392,115 @@ def test_cuda_equals_cpu(finished):
     assert torch.equal(cpu.lengths, cuda.lengths.cpu())
     # The same float32 additions in the same order: equal up to the last bit or two.
     torch.testing.assert_close(cpu.scores, cuda.scores.cpu(), rtol=1e-6, atol=1e-6)
+
+
+def _table_model(V: int = 10):
+    table = sparse_table(0, V, successors=3)
+
+    def step(tokens, state):
+        return table[tokens[:, -1]], state
+
+    return step
+
+
+BEAM_KWARGS = dict(batch_size=2, num_beams=3, eos_id=EOS, start_ids=torch.tensor([1, 2]),
+                   max_new_tokens=5)  # fmt: skip
+
+
+@pytest.mark.parametrize("finished", ["refill", "mask"])
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+@pytest.mark.parametrize("at_step", [0, 2, 4])
+def test_non_finite_log_probs_name_the_step_and_row(finished, bad, at_step):
+    """Issue 16 item 6: one NaN column returned every sentence with length 0 and score -inf."""
+    model = _table_model()
+
+    def step(tokens, state):
+        log_probs, state = model(tokens, state)
+        if tokens.shape[1] - 1 == at_step:
+            log_probs = log_probs.clone()
+            log_probs[:, 7] = bad
+        return log_probs, state
+
+    pattern = rf"step {at_step}, row 0 \(sentence 0, beam 0\).*validate=False"
+    with pytest.raises(ValueError, match=pattern):
+        beam_search(step, None, finished=finished, **BEAM_KWARGS)
+    beam_search(step, None, finished=finished, validate=False, **BEAM_KWARGS)  # skipped
+
+
+def test_non_finite_log_probs_of_dead_rows_and_minus_inf_are_fine():
+    """Rows of dead beams are ignored (their outputs are), and -inf is a forbidden token."""
+    model = _table_model()
+
+    def step(tokens, state):
+        log_probs, state = model(tokens, state)
+        if tokens.shape[1] == 1:  # first step: only beam 0 of each sentence is alive
+            log_probs = log_probs.clone()
+            log_probs[1::3] = math.nan
+        return log_probs, state
+
+    expected = beam_search(model, None, **BEAM_KWARGS)
+    out = beam_search(step, None, **BEAM_KWARGS)
+    assert torch.equal(out.sequences, expected.sequences)
+
+
+def test_the_nan_check_adds_no_host_sync_per_step(monkeypatch):
+    """The check rides on the stop check's copy: the same number of host syncs per step."""
+    model = _table_model()
+    syncs = []
+    original = torch.Tensor.__bool__
+
+    def counting_bool(self):
+        syncs.append(1)
+        return original(self)
+
+    def count(validate):
+        syncs.clear()
+        with monkeypatch.context() as patch:
+            patch.setattr(torch.Tensor, "__bool__", counting_bool)
+            patch.setattr(torch.Tensor, "tolist", lambda self, _t=torch.Tensor.tolist: (
+                syncs.append(1), _t(self))[1])  # fmt: skip
+            patch.setattr(torch.Tensor, "__int__", lambda self, _i=torch.Tensor.__int__: (
+                syncs.append(1), _i(self))[1])  # fmt: skip
+            beam_search(model, None, validate=validate, **{**BEAM_KWARGS, "max_new_tokens": 8})
+        return len(syncs)
+
+    # One more at most: the last step, which has no stop check to share.
+    assert count(True) <= count(False) + 1
+
+
+def test_wrong_state_rows_processor_and_bias_outputs_are_value_errors():
+    """Issue 16 item 21: these were raw torch errors (or silently broadcast)."""
+    model = _table_model()
+    with pytest.raises(ValueError, match=r"state\[0\].*B\*K = 6.*repeat_interleave"):
+        beam_search(model, (torch.zeros(2, 4),), **BEAM_KWARGS)
+    with pytest.raises(ValueError, match=r"state\['cache'\]"):
+        beam_search(model, {"cache": torch.zeros(6, 4), "cache2": None, "x": []} | {
+            "cache": torch.zeros(2)}, **BEAM_KWARGS)  # fmt: skip
+    beam_search(model, {"cache": torch.zeros(6, 4)}, **BEAM_KWARGS)  # B*K rows are fine
+    with pytest.raises(ValueError, match=r"logits_processor's output has shape \[6, 3\]"):
+        beam_search(model, None, logits_processor=lambda t, lp: lp[:, :3], **BEAM_KWARGS)
+    with pytest.raises(ValueError, match=r"score_bias's output has shape \[10\]"):
+        beam_search(model, None, score_bias=lambda t: torch.zeros(10), **BEAM_KWARGS)
+    with pytest.raises(TypeError, match="score_bias's output"):
+        beam_search(model, None, score_bias=lambda t: [0.0] * 10, **BEAM_KWARGS)
+
+
+@pytest.mark.parametrize(
+    "eos_id",
+    [
+        np.int64(0),
+        np.int32(0),
+        torch.tensor(0),
+        [np.int64(0), torch.tensor(9)],
+        torch.tensor([0, 9]),
+    ],
+    ids=["np.int64", "np.int32", "0-d tensor", "list of both", "1-d tensor"],
+)
+def test_eos_id_as_numpy_int_or_tensor(eos_id):
+    """Issue 16 item 21: a NumPy int or 0-d tensor gave 'not iterable' TypeErrors."""
+    model = _table_model()
+    plain = [0, 9] if isinstance(eos_id, list) or getattr(eos_id, "dim", lambda: 0)() == 1 else 0
+    expected = beam_search(model, None, **{**BEAM_KWARGS, "eos_id": plain})
+    out = beam_search(model, None, **{**BEAM_KWARGS, "eos_id": eos_id})
+    assert torch.equal(out.sequences, expected.sequences)
+    assert torch.equal(out.scores, expected.scores)

@@ -942,3 +942,77 @@ def test_generate_special_token_overrides(name):
         name, num_beams=3, num_return_sequences=3, max_new_tokens=9, pad_token_id=7,
         eos_token_id=[eos, 5], decoder_start_token_id=3,
     )  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# Several EOS IDs in refill mode (issue 16 item 25)
+# --------------------------------------------------------------------------------------------
+
+
+def _scripted_model(step_logits: list[list[float]]) -> tuple[Any, Callable[[], None]]:
+    """A GPT-2 with V=4 (EOS 0 and 1) whose logits at generation step ``t`` are
+    ``step_logits[t]`` for every row, whatever the input: a forward hook counts the model calls
+    (one per step in both implementations, the first on the prompt). Returns the model and a
+    function that rewinds the count before each run."""
+    config = transformers.GPT2Config(
+        vocab_size=4, n_embd=8, n_layer=1, n_head=1, n_positions=16,
+        bos_token_id=3, eos_token_id=[0, 1], pad_token_id=3,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    calls = [0]
+
+    def hook(module: torch.nn.Module, inputs: Any, logits: Tensor) -> Tensor:
+        row = torch.tensor(step_logits[min(calls[0], len(step_logits) - 1)])
+        calls[0] += 1
+        return row.expand_as(logits).clone()
+
+    model.get_output_embeddings().register_forward_hook(hook)
+
+    def rewind() -> None:
+        calls[0] = 0
+
+    return model, rewind
+
+
+def test_refill_keeps_enough_candidates_for_several_eos_ids():
+    """Refill keeps max(2, 1 + #EOS) * K candidates, as ``generate`` does. At step 1 the four
+    (beam, EOS) candidates outrank every other one: with only 2K candidates no beam survives and
+    the search stops with two short hypotheses; HF continues, and (length_penalty=2, "never")
+    a longer hypothesis wins."""
+    model, rewind = _scripted_model(
+        [[0.0, 0.0, 2.0, 1.5], [1.0, 0.9, 0.1, 0.0], [5.0, -5.0, -5.0, -5.0]]
+    )
+    input_ids = torch.tensor([[3, 2]])
+    settings_ = dict(num_beams=2, num_return_sequences=2, max_new_tokens=3, length_penalty=2.0,
+                     early_stopping="never")  # fmt: skip
+    rewind()
+    expected = hf_generate(model, input_ids, torch.ones_like(input_ids), **settings_)
+    rewind()
+    ours = beam_search_hf(model, input_ids, torch.ones_like(input_ids), output_token_scores=True,
+                          **settings_)  # fmt: skip
+    assert_same_beams(ours, expected, "V=4 eos_id=[0, 1] K=2")
+    assert ours.lengths[0, 0] == 3  # the case is only a test if a survivor of step 1 wins
+
+
+def test_refill_with_one_beam_and_two_eos_ids():
+    """K=1, V=4, eos_id=[0, 1]: at step 0 both EOS IDs outrank every other token. HF's beam
+    algorithm keeps 3 candidates, so token 2 survives and [2, EOS] wins under length_penalty=2;
+    keeping 2K = 2 would end with [0]. (``generate`` runs greedy search for num_beams=1, so the
+    expected hypothesis is worked out here: scores are log-softmax sums over length ** 2.)"""
+    step_logits = [[2.0, 1.9, 0.0, -1.0], [5.0, -5.0, -5.0, -5.0]]
+    model, rewind = _scripted_model(step_logits)
+    input_ids = torch.tensor([[3, 2]])
+    rewind()
+    ours = beam_search_hf(model, input_ids, torch.ones_like(input_ids), num_beams=1,
+                          max_new_tokens=2, length_penalty=2.0, early_stopping="never")  # fmt: skip
+    log_probs = [
+        torch.log_softmax(torch.tensor(row, dtype=torch.float64), -1) for row in step_logits
+    ]
+    short = float(log_probs[0][0])  # [0], length 1
+    longer = float(log_probs[0][2] + log_probs[1][0]) / 2**2  # [2, 0]
+    assert longer > short
+    assert ours.sequences[0, 0, : ours.lengths[0, 0]].tolist() == [2, 0]
+    # float32 log-softmax and a sum of two terms: 1e-6 is a few float32 ulps at this size.
+    expected = torch.tensor(longer, dtype=torch.float64)
+    torch.testing.assert_close(ours.scores[0, 0].double(), expected, atol=1e-6, rtol=0)

@@ -163,7 +163,15 @@ class BleuConfig:
         """The smoothing parameter of ``method``: ``smooth_value`` or the library default."""
         defaults = SACREBLEU_SMOOTH_DEFAULTS if self.compat == "sacrebleu" else NLTK_SMOOTH_DEFAULTS
         if method in defaults:
-            return defaults[method] if self.smooth_value is None else float(self.smooth_value)
+            if self.smooth_value is None:
+                return defaults[method]
+            if method in ("method4", "method7") and not self.smooth_value > 0:
+                # NLTK divides by k (ZeroDivisionError at 0); a negative k is a negative count.
+                raise ValueError(
+                    f"NLTK's {method} divides by its k: smooth_value must be > 0, got "
+                    f"{self.smooth_value!r}; pass e.g. smooth_value=5 (NLTK's default)"
+                )
+            return float(self.smooth_value)
         if self.smooth_value is None:
             return 0.0
         if self.compat == "sacrebleu":

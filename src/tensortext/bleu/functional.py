@@ -27,7 +27,7 @@ def bleu_stats(
     *,
     hyp_lens: Tensor | None = None,
     ref_lens: Tensor | None = None,
-    pad_id: int | None = None,
+    pad_id: int | Sequence[int] | None = None,
     max_ngram_order: int = 4,
     compat: Compat = "sacrebleu",
     config: BleuConfig | None = None,
@@ -44,11 +44,16 @@ def bleu_stats(
         ref_ids: ``[B, L']`` (one reference each) or ``[B, R, L']`` (``R`` reference slots), or
             a ``Padded`` of either (which carries ``ref_lens``).
         hyp_lens: ``[B]`` lengths of the hypotheses; positions at or past them are ignored.
-        ref_lens: ``[B]`` or ``[B, R]``; 0 means "no reference in this slot". A sentence whose
-            slots are all empty is scored against one empty reference.
+        ref_lens: ``[B]`` or ``[B, R]``; -1 (:data:`~tensortext.padded.MISSING_REF`) means
+            "no reference in this slot" (sacrebleu's ``None``), 0 is an empty reference
+            (sacrebleu's ``""``, NLTK's ``[]``). A sentence whose slots are all missing is
+            scored against one empty reference. With ``pad_id`` and no ``ref_lens``, an
+            all-padding slot of ``[B, R, L']`` references is missing.
         pad_id: for a tensor without lengths, every token equal to ``pad_id`` is removed,
-            wherever it is. No default: ID 0 is a real token in GPT-2, cl100k and o200k. With
-            neither lengths nor ``pad_id`` every position counts.
+            wherever it is; a tuple such as ``(pad_token_id, -100)`` removes each of them
+            (predictions and labels padded differently, as in a ``Seq2SeqTrainer``). No
+            default: ID 0 is a real token in GPT-2, cl100k and o200k. With neither lengths
+            nor ``pad_id`` every position counts.
         max_ngram_order: highest n-gram order ``N``.
         compat: ``"sacrebleu"`` counts ``total_n = max(0, len - n + 1)``; ``"nltk"`` counts
             ``max(1, len - n + 1)`` per sentence, as NLTK's corpus BLEU sums them.
@@ -82,7 +87,7 @@ def sentence_bleu(
     *,
     hyp_lens: Tensor | None = None,
     ref_lens: Tensor | None = None,
-    pad_id: int | None = None,
+    pad_id: int | Sequence[int] | None = None,
     max_ngram_order: int = 4,
     weights: Sequence[float] | None = None,
     smooth_method: str = "exp",
@@ -106,10 +111,15 @@ def sentence_bleu(
         ref_ids: ``[B, L']`` (one reference each) or ``[B, R, L']`` (``R`` reference slots), or
             a ``Padded`` of either (which carries ``ref_lens``).
         hyp_lens: ``[B]`` hypothesis lengths; positions at or past them are ignored.
-        ref_lens: ``[B]`` or ``[B, R]``; 0 means "no reference in this slot". A sentence whose
-            slots are all empty is scored against one empty reference.
+        ref_lens: ``[B]`` or ``[B, R]``; -1 (:data:`~tensortext.padded.MISSING_REF`) means
+            "no reference in this slot" (sacrebleu's ``None``), 0 is an empty reference
+            (sacrebleu's ``""``, NLTK's ``[]``). A sentence whose slots are all missing is
+            scored against one empty reference. With ``pad_id`` and no ``ref_lens``, an
+            all-padding slot of ``[B, R, L']`` references is missing.
         pad_id: for a tensor without lengths, every token equal to ``pad_id`` is removed,
-            wherever it is. No default: ID 0 is a real token in GPT-2, cl100k and o200k.
+            wherever it is; a tuple such as ``(pad_token_id, -100)`` removes each of them
+            (predictions and labels padded differently, as in a ``Seq2SeqTrainer``). No
+            default: ID 0 is a real token in GPT-2, cl100k and o200k.
         max_ngram_order: highest n-gram order ``N``.
         weights: NLTK's per-order weights (``compat="nltk"`` only); default uniform ``1/N``.
         smooth_method: sacrebleu's ``"none"``, ``"floor"``, ``"add-k"``, ``"exp"``; with
@@ -165,7 +175,7 @@ def corpus_bleu(
     *,
     hyp_lens: Tensor | None = None,
     ref_lens: Tensor | None = None,
-    pad_id: int | None = None,
+    pad_id: int | Sequence[int] | None = None,
     max_ngram_order: int = 4,
     weights: Sequence[float] | None = None,
     smooth_method: str = "exp",
@@ -189,10 +199,15 @@ def corpus_bleu(
         ref_ids: ``[B, L']`` (one reference each) or ``[B, R, L']`` (``R`` reference slots), or
             a ``Padded`` of either (which carries ``ref_lens``).
         hyp_lens: ``[B]`` hypothesis lengths; positions at or past them are ignored.
-        ref_lens: ``[B]`` or ``[B, R]``; 0 means "no reference in this slot". A sentence whose
-            slots are all empty is scored against one empty reference.
+        ref_lens: ``[B]`` or ``[B, R]``; -1 (:data:`~tensortext.padded.MISSING_REF`) means
+            "no reference in this slot" (sacrebleu's ``None``), 0 is an empty reference
+            (sacrebleu's ``""``, NLTK's ``[]``). A sentence whose slots are all missing is
+            scored against one empty reference. With ``pad_id`` and no ``ref_lens``, an
+            all-padding slot of ``[B, R, L']`` references is missing.
         pad_id: for a tensor without lengths, every token equal to ``pad_id`` is removed,
-            wherever it is. No default: ID 0 is a real token in GPT-2, cl100k and o200k.
+            wherever it is; a tuple such as ``(pad_token_id, -100)`` removes each of them
+            (predictions and labels padded differently, as in a ``Seq2SeqTrainer``). No
+            default: ID 0 is a real token in GPT-2, cl100k and o200k.
         max_ngram_order: highest n-gram order ``N``.
         weights: NLTK's per-order weights (``compat="nltk"`` only); default uniform ``1/N``.
         smooth_method: sacrebleu's ``"none"``, ``"floor"``, ``"add-k"``, ``"exp"``; with

@@ -93,7 +93,7 @@ class BLEU:
         *,
         hyp_lens: Tensor | None = None,
         ref_lens: Tensor | None = None,
-        pad_id: int | None = None,
+        pad_id: int | Sequence[int] | None = None,
     ) -> Tensor:
         """Adds a batch; arguments as in :func:`tensortext.bleu_stats`.
 
@@ -113,7 +113,8 @@ class BLEU:
             return stats
         total = stats.sum(0)
         self.stats = total if self.stats is None else self.stats + total.to(self.stats.device)
-        self.last_stats = last_row(stats)
+        # A private copy: a view would change if the caller edits the returned stats in place.
+        self.last_stats = last_row(stats).clone()
         return stats
 
     def compute(self) -> Tensor:

@@ -11,22 +11,24 @@ no Python loop over the batch and no host sync.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from tensortext._checks import (
-    check_int,
     check_integer_tensor,
     check_lengths,
+    check_pad_ids,
     check_same_device,
 )
 from tensortext.bleu.config import BleuConfig
 from tensortext.ngrams import count_ngrams, iter_ngram_ids, strip_padding
-from tensortext.padded import Padded
+from tensortext.padded import MISSING_REF, Padded
 
-__all__ = ["Batch", "check_values", "compute_stats", "format_batch", "last_row"]
+__all__ = ["MISSING_REF", "Batch", "check_values", "compute_stats", "format_batch", "last_row"]
+
 
 _SHAPES = {2: "[B, L]", 3: "[B, R, L]"}
 
@@ -38,7 +40,7 @@ class Batch:
     hyp_ids: Tensor  # [B, L]
     hyp_lens: Tensor  # [B] int64
     ref_ids: Tensor  # [B, R, L']
-    ref_lens: Tensor  # [B, R] int64, 0 = no reference in this slot
+    ref_lens: Tensor  # [B, R] int64: 0 = an empty reference, MISSING_REF = no reference here
 
 
 def _check_ids(name: str, ids: object, dims: tuple[int, ...]) -> Tensor:
@@ -64,18 +66,20 @@ def _unpack(
 
 
 def _lengths_or_strip(
-    ids: Tensor, lengths: Tensor | None, pad_id: int | None
+    ids: Tensor, lengths: Tensor | None, pad_ids: tuple[int, ...] | None
 ) -> tuple[Tensor, Tensor]:
-    """Returns ``(ids, lengths)`` with padding resolved: given lengths win, else ``pad_id``."""
+    """Returns ``(ids, lengths)`` with padding resolved: given lengths win, else ``pad_ids``."""
     if lengths is not None:
         return ids, lengths.long()
-    if pad_id is not None:
-        return strip_padding(ids, pad_id)
+    if pad_ids is not None:
+        return strip_padding(ids, pad_ids)
     full = torch.full(ids.shape[:-1], ids.shape[-1], dtype=torch.long, device=ids.device)
     return ids, full
 
 
-def check_values(name: str, ids: Tensor, lengths: Tensor, lens_name: str | None) -> None:
+def check_values(
+    name: str, ids: Tensor, lengths: Tensor, lens_name: str | None, *, missing: bool = False
+) -> None:
     """Host-syncing checks: lengths within ``0..L`` and no negative ID inside a sequence.
 
     Args:
@@ -84,18 +88,21 @@ def check_values(name: str, ids: Tensor, lengths: Tensor, lens_name: str | None)
         lengths: ``[...]`` lengths.
         lens_name: the argument ``lengths`` came as; ``None`` when they were derived (not
             checked then).
+        missing: :data:`MISSING_REF` is a valid length too (reference slots).
 
     Raises:
         ValueError: naming the first bad entry.
     """
     max_len = ids.shape[-1]
     if lens_name is not None and lengths.numel() > 0:
-        bad = (lengths < 0) | (lengths > max_len)
+        lowest = MISSING_REF if missing else 0
+        bad = (lengths < lowest) | (lengths > max_len)
         if bool(bad.any()):  # host sync
             where = tuple(int(i) for i in bad.nonzero()[0])
+            hint = f"; {MISSING_REF} marks a slot without a reference" if missing else ""
             raise ValueError(
-                f"{lens_name}{list(where)} = {int(lengths[where])} is outside 0..{max_len} "
-                f"(the padded length of {name})"
+                f"{lens_name}{list(where)} = {int(lengths[where])} is outside {lowest}..{max_len} "
+                f"(the padded length of {name}){hint}"
             )
     inside = torch.arange(max_len, device=ids.device) < lengths.unsqueeze(-1)
     negative = (ids < 0) & inside
@@ -113,7 +120,7 @@ def format_batch(
     *,
     hyp_lens: Tensor | None = None,
     ref_lens: Tensor | None = None,
-    pad_id: int | None = None,
+    pad_id: int | Sequence[int] | None = None,
     validate: bool = True,
 ) -> Batch:
     """Checks shapes, dtypes and devices and resolves padding, before any work.
@@ -123,8 +130,10 @@ def format_batch(
             are then the hypothesis lengths).
         ref_ids: ``[B, L']`` or ``[B, R, L']`` integer IDs, or a ``Padded`` of either.
         hyp_lens: ``[B]`` lengths, or ``None``.
-        ref_lens: ``[B]`` or ``[B, R]`` lengths, or ``None``.
-        pad_id: with no lengths, every token equal to it is removed.
+        ref_lens: ``[B]`` or ``[B, R]`` lengths (:data:`MISSING_REF` for a slot without a
+            reference), or ``None``.
+        pad_id: with no lengths, every token equal to it (or to one of several) is removed; a
+            slot of ``[B, R, L']`` references left empty is missing.
         validate: check the values too (one host sync).
 
     Returns:
@@ -144,18 +153,23 @@ def format_batch(
             "give one reference set per hypothesis"
         )
     check_same_device("ref_ids", refs, hyps.device, "hyp_ids")
+    pad_ids = None
     if pad_id is not None:
-        check_int("pad_id", pad_id)
+        pad_ids = check_pad_ids(pad_id, [("hyp_ids", hyps), ("ref_ids", refs)])
     if hyp_lens is not None:
         hyp_lens = check_lengths("hyp_lens", hyp_lens, (batch,), hyps.device, "hyp_ids")
     if ref_lens is not None:
         ref_lens = check_lengths("ref_lens", ref_lens, refs.shape[:-1], refs.device, "ref_ids")
     hyp_given, ref_given = hyp_lens is not None, ref_lens is not None
-    hyps, hyp_lens = _lengths_or_strip(hyps, hyp_lens, pad_id)
-    refs, ref_lens = _lengths_or_strip(refs, ref_lens, pad_id)
+    hyps, hyp_lens = _lengths_or_strip(hyps, hyp_lens, pad_ids)
+    refs, ref_lens = _lengths_or_strip(refs, ref_lens, pad_ids)
+    if not ref_given and pad_ids is not None and refs.dim() == 3:
+        # Slots of [B, R, L'] references that are all padding are unused slots, not empty
+        # references (pass ref_lens to give an empty reference).
+        ref_lens = ref_lens.masked_fill(ref_lens == 0, MISSING_REF)
     if validate:
         check_values("hyp_ids", hyps, hyp_lens, "hyp_lens" if hyp_given else None)
-        check_values("ref_ids", refs, ref_lens, "ref_lens" if ref_given else None)
+        check_values("ref_ids", refs, ref_lens, "ref_lens" if ref_given else None, missing=True)
     if refs.dim() == 2:
         refs, ref_lens = refs.unsqueeze(1), ref_lens.unsqueeze(1)
     return Batch(hyps, hyp_lens, refs, ref_lens)
@@ -166,16 +180,17 @@ def _closest_ref_len(hyp_lens: Tensor, ref_lens: Tensor, max_ref_len: int) -> Te
 
     Args:
         hyp_lens: ``[B]`` int64.
-        ref_lens: ``[B, R]`` int64, 0 = absent slot, at most ``max_ref_len``.
+        ref_lens: ``[B, R]`` int64, at most ``max_ref_len``; :data:`MISSING_REF` (or any
+            negative value) = no reference in this slot. An empty reference (0) counts.
 
     Returns:
-        ``[B]`` int64; 0 where every slot is absent (scored as one empty reference).
+        ``[B]`` int64; 0 where every slot is missing (scored as one empty reference).
     """
-    # Lexicographic (distance, length) as one integer; lengths are < span. Absent slots last.
+    # Lexicographic (distance, length) as one integer; lengths are < span. Missing slots last.
     span = max_ref_len + 1
     key = (ref_lens - hyp_lens.unsqueeze(-1)).abs() * span + ref_lens
     absent = torch.iinfo(torch.long).max
-    key = torch.where(ref_lens > 0, key, absent)
+    key = torch.where(ref_lens >= 0, key, absent)
     best = torch.cat([key, torch.full_like(hyp_lens, absent).unsqueeze(-1)], dim=-1).amin(dim=-1)
     return torch.where(best == absent, 0, best % span)
 
@@ -196,7 +211,8 @@ def _pool(batch: Batch) -> tuple[Tensor, Tensor, Tensor, Tensor]:
             ),
         ]
     )
-    lengths = torch.cat([batch.hyp_lens, batch.ref_lens.reshape(-1)])
+    # A missing slot holds no n-grams, like an empty reference.
+    lengths = torch.cat([batch.hyp_lens, batch.ref_lens.reshape(-1).clamp(min=0)])
     sentence = torch.arange(batch_size, device=device)
     groups = torch.cat([sentence, sentence.unsqueeze(1).expand(batch_size, num_refs).reshape(-1)])
     slots = torch.cat(
@@ -222,7 +238,9 @@ def _clipped_matches(batch: Batch, max_ngram_order: int) -> Tensor:
     sentence = torch.arange(batch_size, device=device)
     hyp_sentence = sentence.unsqueeze(1).expand(batch_size, width).reshape(-1)  # [B*W]
     correct = torch.zeros(max_ngram_order, batch_size + 1, dtype=torch.int32, device=device)
-    for order, ids in enumerate(iter_ngram_ids(pool, lengths, groups, max_ngram_order)):
+    # Orders above the padded width have no n-grams, so no matches: their rows stay 0 unvisited.
+    orders = min(max_ngram_order, width)
+    for order, ids in enumerate(iter_ngram_ids(pool, lengths, groups, orders)):
         counts = count_ngrams(ids, slots, 1 + num_refs)  # [P, 1 + R]
         # The clip of each n-gram: its count in the hypothesis, at most its count in one reference.
         ref_max = counts[:, 1:].amax(dim=1) if num_refs else torch.zeros_like(counts[:, 0])

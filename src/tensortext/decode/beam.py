@@ -32,15 +32,18 @@ from typing import Any, Literal, TypeVar
 import torch
 from torch import Tensor
 
-from tensortext._checks import check_same_device
 from tensortext.decode.decoder import reorder_state
 from tensortext.decode.output import BeamOutput
 from tensortext.decode.pool import HypothesisPool, expand_like, extend_candidates
 from tensortext.decode.settings import (
     EarlyStopping,
+    check_log_probs,
     check_settings,
     check_start_ids,
+    check_state_rows,
     check_vocab_fits,
+    invalid_rows,
+    raise_invalid_log_probs,
 )
 from tensortext.padded import PAD_ID
 
@@ -74,6 +77,7 @@ def beam_search(
     pad_id: int | None = None,
     vocab_size: int | None = None,
     output_token_scores: bool = False,
+    validate: bool = True,
 ) -> BeamOutput:
     """Beam search for ``B`` sentences x ``K`` beams, one model call per step.
 
@@ -83,9 +87,11 @@ def beam_search(
             sentence ``r // K``.  Rows of finished or dead beams are still passed (masked, not
             removed); their outputs are ignored.
         state: Model state for the ``B*K`` rows (e.g. a KV cache); reordered after every step.
+            With the default ``reorder``, every tensor in it must have ``B*K`` rows on dim 0.
         batch_size: ``B``, number of sentences.
         num_beams: ``K``, beams per sentence; at most ``V``.
-        eos_id: End-of-sentence token ID, or several (any of them ends a hypothesis).
+        eos_id: End-of-sentence token ID, or several (any of them ends a hypothesis); NumPy
+            integers and 0-d integer tensors are accepted.
         start_ids: ``[B]`` or ``[B, P]`` int64 first tokens of every sentence (decoder start
             token, or a prompt of the same length for every sentence).
         max_new_tokens: Most tokens to generate per hypothesis, EOS included.
@@ -99,10 +105,11 @@ def beam_search(
             whose probability is below ``prune_threshold`` times that of the sentence's best
             candidate.  ``None`` keeps all.
         num_return_sequences: ``R``, hypotheses to return per sentence, ``1 <= R <= K``.
-        score_bias: ``score_bias(tokens [B*K, t]) -> [B*K, V]`` added to the log-probabilities
-            before selection (e.g. :class:`~tensortext.lmbr.LMBRBias`).
-        logits_processor: ``processor(tokens [B*K, t], log_probs [B*K, V]) -> [B*K, V]``, applied
-            before ``score_bias``; a ``transformers.LogitsProcessorList`` works as is.
+        score_bias: ``score_bias(tokens [B*K, t]) -> [B*K, V]`` (checked), added to the
+            log-probabilities before selection (e.g. :class:`~tensortext.lmbr.LMBRBias`).
+        logits_processor: ``processor(tokens [B*K, t], log_probs [B*K, V]) -> [B*K, V]``
+            (checked), applied before ``score_bias``; a ``transformers.LogitsProcessorList``
+            works as is.
         reorder: ``reorder(state, beam_idx [B*K]) -> state``; default
             :func:`~tensortext.decode.decoder.reorder_state`.
             ``beam_idx`` never crosses sentences: row ``r`` comes from a row of sentence ``r // K``.
@@ -111,14 +118,20 @@ def beam_search(
         vocab_size: ``V``, if known, to validate ``eos_id`` and ``num_beams`` before the first
             model call; otherwise they are checked against the first ``log_probs``.
         output_token_scores: Also return per-token scores.
+        validate: Raise if a live beam's (processed) log-probs hold NaN or ``+inf``; the check
+            shares the stop check's host sync (one more sync at the last step). ``False``
+            skips it.
 
     Returns:
         :class:`BeamOutput` with ``sequences [B, R, T]``, ``lengths [B, R]``, ``scores [B, R]``.
 
     Raises:
         TypeError: A setting or ``start_ids`` of the wrong type or dtype.
-        ValueError: A setting out of range, ``start_ids`` of the wrong shape, ``num_beams > V``,
-            or ``step_fn`` returning log-probs of the wrong shape or device.
+        ValueError: A setting out of range, ``start_ids`` of the wrong shape, ``num_beams > V``
+            (or ``V < max(2, 1 + #EOS)`` with refill), a ``state`` without ``B*K`` rows,
+            ``step_fn``, ``logits_processor`` or ``score_bias`` returning scores of the wrong
+            shape or device, or (with ``validate``) NaN or ``+inf`` log-probs, naming the step
+            and row.
 
     Matches ``model.generate(num_beams=K, do_sample=False, length_penalty=...,
     early_stopping=..., num_return_sequences=R)`` of ``transformers`` with ``finished="refill"``.
@@ -152,14 +165,16 @@ def beam_search(
         vocab_size=vocab_size,
     )
     start_ids = check_start_ids(start_ids, batch_size)
+    if reorder is None:
+        check_state_rows(state, batch_size * num_beams)
     spec = _SearchSpec.create(
         start_ids, num_beams, eos_ids, max_new_tokens, min_new_tokens, length_penalty,
-        early_stopping, finished, prune_threshold, pad_id, output_token_scores,
+        early_stopping, finished, prune_threshold, pad_id, output_token_scores, validate,
     )  # fmt: skip
     reorder_fn: Callable[[Any, Tensor], Any] = reorder if reorder is not None else reorder_state
     pool = _search(step_fn, state, reorder_fn, spec.initial_beams(start_ids), spec,
                    logits_processor, score_bias)  # fmt: skip
-    return _output(pool, num_return_sequences, spec)
+    return pool.best(num_return_sequences, spec.P, spec.fill_id, spec.eos)
 
 
 def _search(
@@ -187,16 +202,19 @@ def _search(
         log_probs = _processed_log_probs(
             log_probs, tokens, step, spec, logits_processor, score_bias
         )
+        invalid = invalid_rows(log_probs, beams.scores) if spec.validate else None
         candidates = _top_candidates(log_probs, beams, spec, step, last_step)
         _update_finished(pool, candidates, spec, step, done)
         if fallbacks is not None:
             _track_mask_mode_fallbacks(fallbacks, candidates, beams, spec, step, last_step, done)
         if last_step:
+            if invalid is not None and bool(invalid.any()):  # host sync: validation only
+                raise_invalid_log_probs(invalid, step, spec.K)
             break
         beams, parent = _next_beams(candidates, spec)
         state = reorder(state, (parent + spec.sentence_offsets).view(spec.B * spec.K))
         done |= _sentence_done(beams.scores, pool, spec, step + 1)
-        if bool(done.all()):  # the one host sync per step
+        if _stop(done, invalid, step, spec):  # the one host sync per step
             break
     if fallbacks is not None:
         pool = pool.backfilled(fallbacks[0]).backfilled(fallbacks[1])
@@ -222,6 +240,7 @@ class _SearchSpec:
     length_penalty: float
     early_stopping: EarlyStopping
     with_token_scores: bool
+    validate: bool  # check the log-probs for NaN and +inf
     sentence_offsets: Tensor  # [B, 1] first row of each sentence
 
     @classmethod
@@ -238,6 +257,7 @@ class _SearchSpec:
         prune_threshold: float | None,
         pad_id: int | None,
         with_token_scores: bool,
+        validate: bool,
     ) -> _SearchSpec:
         device = start_ids.device
         B, K = start_ids.shape[0], num_beams
@@ -260,6 +280,7 @@ class _SearchSpec:
             length_penalty=float(length_penalty),
             early_stopping=early_stopping,
             with_token_scores=with_token_scores,
+            validate=validate,
             sentence_offsets=torch.arange(B, device=device)[:, None] * K,
         )
 
@@ -326,15 +347,33 @@ def _processed_log_probs(
     score_bias: ScoreBias | None,
 ) -> Tensor:
     """The model's ``[B*K, V]`` log-probs after min length, processors and the score bias."""
-    _check_log_probs(log_probs, spec)
+    rows = spec.B * spec.K
+    check_log_probs("log_probs (returned by step_fn)", log_probs, rows, None, spec.device)
+    vocab_size = log_probs.shape[1]
+    check_vocab_fits(
+        spec.K, list(spec.eos_ids), vocab_size, finished="refill" if spec.refill else "mask"
+    )
     log_probs = log_probs.float()
     if step < spec.min_new_tokens:
         log_probs = log_probs.index_fill(1, spec.eos, -math.inf)
+    shape = (rows, vocab_size, spec.device)
     if logits_processor is not None:
-        log_probs = logits_processor(tokens, log_probs)
+        processed = logits_processor(tokens, log_probs)
+        log_probs = check_log_probs("the logits_processor's output", processed, *shape)
     if score_bias is not None:
-        log_probs = log_probs + score_bias(tokens)
+        log_probs = log_probs + check_log_probs("score_bias's output", score_bias(tokens), *shape)
     return log_probs
+
+
+def _stop(done: Tensor, invalid: Tensor | None, step: int, spec: _SearchSpec) -> bool:
+    """Whether every sentence is done: the host sync of a step. With ``validate`` the same copy
+    brings whether a live row had NaN or ``+inf`` log-probs; then this raises."""
+    if invalid is None:
+        return bool(done.all())
+    all_done, any_invalid = torch.stack([done.all(), invalid.any()]).tolist()
+    if any_invalid:
+        raise_invalid_log_probs(invalid, step, spec.K)
+    return bool(all_done)
 
 
 def _top_candidates(
@@ -344,7 +383,10 @@ def _top_candidates(
     B, K = spec.B, spec.K
     V = log_probs.shape[1]
     step_log_probs = log_probs.reshape(B, K * V)
-    all_scores = (step_log_probs.view(B, K, V) + beams.scores[:, :, None]).view(B, K * V)
+    # Dead beams stay -inf whatever the model says (NaN + -inf is NaN, which topk ranks first).
+    dead = ~torch.isfinite(beams.scores)[:, :, None]
+    all_scores = step_log_probs.view(B, K, V) + beams.scores[:, :, None]
+    all_scores = all_scores.masked_fill(dead, -math.inf).view(B, K * V)
     if spec.log_prune is not None:
         best = all_scores.max(dim=1, keepdim=True).values
         all_scores = all_scores.masked_fill(all_scores < best + spec.log_prune, -math.inf)
@@ -452,39 +494,3 @@ def _sentence_done(
     best_possible = running_scores.max(dim=1).values / spec.normalizer(best_length)
     worst_finished = pool.scores.min(dim=1).values
     return (full & (best_possible <= worst_finished)) | no_live_beam
-
-
-def _output(pool: HypothesisPool, num_return_sequences: int, spec: _SearchSpec) -> BeamOutput:
-    """The ``R`` best of the pool, cut to the longest returned hypothesis."""
-    R = num_return_sequences
-    lengths = pool.lengths[:, :R]
-    width = int(lengths.max()) if lengths.numel() else 0  # one sync, after the search
-    sequences = pool.tokens[:, :R, spec.P : spec.P + width]
-    beyond = torch.arange(width, device=sequences.device) >= lengths[:, :, None]
-    token_scores = None
-    if pool.token_scores is not None:
-        token_scores = pool.token_scores[:, :R, :width].masked_fill(beyond, 0.0)
-    return BeamOutput(
-        sequences=sequences.masked_fill(beyond, spec.fill_id),
-        lengths=lengths,
-        scores=pool.scores[:, :R],
-        token_scores=token_scores,
-        eos_ids=spec.eos,
-    )
-
-
-def _check_log_probs(log_probs: Tensor, spec: _SearchSpec) -> None:
-    """Check what ``step_fn`` returned (shape metadata only, no sync)."""
-    if not isinstance(log_probs, Tensor) or not log_probs.is_floating_point():
-        raise TypeError(
-            "step_fn must return (log_probs, state) with float log_probs [B*K, V], got "
-            f"{getattr(log_probs, 'dtype', type(log_probs).__name__)}"
-        )
-    rows = spec.B * spec.K
-    if log_probs.dim() != 2 or log_probs.shape[0] != rows:
-        raise ValueError(
-            f"step_fn returned log_probs of shape {list(log_probs.shape)}; expected [B*K, V] = "
-            f"[{rows}, V]"
-        )
-    check_same_device("log_probs (returned by step_fn)", log_probs, spec.device, "start_ids")
-    check_vocab_fits(spec.K, list(spec.eos_ids), log_probs.shape[1])

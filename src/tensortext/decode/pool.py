@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from tensortext.decode.output import BeamOutput
+
 __all__ = ["HypothesisPool", "expand_like", "extend_candidates"]
 
 
@@ -89,6 +91,26 @@ class HypothesisPool:
             tokens=_gather_rows(torch.cat((self.tokens, other.tokens), dim=1), order),
             lengths=torch.cat((self.lengths, other.lengths), dim=1).gather(1, order),
             token_scores=token_scores,
+        )
+
+    def best(
+        self, num_return_sequences: int, prompt_width: int, fill_id: int, eos_ids: Tensor
+    ) -> BeamOutput:
+        """The ``R`` best hypotheses without the prompt, cut to the longest one returned."""
+        R = num_return_sequences
+        lengths = self.lengths[:, :R]
+        width = int(lengths.max()) if lengths.numel() else 0  # one sync, after the search
+        sequences = self.tokens[:, :R, prompt_width : prompt_width + width]
+        beyond = torch.arange(width, device=sequences.device) >= lengths[:, :, None]
+        token_scores = None
+        if self.token_scores is not None:
+            token_scores = self.token_scores[:, :R, :width].masked_fill(beyond, 0.0)
+        return BeamOutput(
+            sequences=sequences.masked_fill(beyond, fill_id),
+            lengths=lengths,
+            scores=self.scores[:, :R],
+            token_scores=token_scores,
+            eos_ids=eos_ids,
         )
 
 

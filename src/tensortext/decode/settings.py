@@ -6,15 +6,34 @@ entry points, so a setting is checked the same way (and with the same exception)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+import math
+import operator
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
-from tensortext._checks import check_choice, check_float, check_int, check_integer_tensor
+from tensortext._checks import (
+    check_choice,
+    check_float,
+    check_int,
+    check_integer_tensor,
+    check_same_device,
+)
 
-__all__ = ["EarlyStopping", "check_settings", "check_start_ids", "check_vocab_fits", "eos_list"]
+__all__ = [
+    "EarlyStopping",
+    "check_length_penalty",
+    "check_log_probs",
+    "check_settings",
+    "check_start_ids",
+    "check_state_rows",
+    "check_vocab_fits",
+    "eos_list",
+    "invalid_rows",
+    "raise_invalid_log_probs",
+]
 
 EarlyStopping = bool | Literal["never"]
 
@@ -55,14 +74,15 @@ def check_settings(
             f"num_return_sequences ({num_return_sequences}) must be <= num_beams ({num_beams})"
         )
     eos_ids = eos_list(eos_id)
+    check_choice("finished", finished, ("refill", "mask"))
     if vocab_size is not None:
-        check_vocab_fits(num_beams, eos_ids, check_int("vocab_size", vocab_size, minimum=1))
+        vocab = check_int("vocab_size", vocab_size, minimum=1)
+        check_vocab_fits(num_beams, eos_ids, vocab, finished=finished)
     if pad_id is not None:
         check_int("pad_id", pad_id)
-    check_float("length_penalty", length_penalty)
+    check_length_penalty(check_float("length_penalty", length_penalty), max_new_tokens)
     if not (early_stopping is True or early_stopping is False or early_stopping == "never"):
         raise ValueError(f"early_stopping must be True, False or 'never', got {early_stopping!r}")
-    check_choice("finished", finished, ("refill", "mask"))
     if prune_threshold is not None:
         check_float("prune_threshold", prune_threshold)
         if not 0.0 < prune_threshold <= 1.0:
@@ -72,17 +92,44 @@ def check_settings(
     return eos_ids
 
 
-def eos_list(eos_id: int | Sequence[int]) -> list[int]:
-    """``eos_id`` as a non-empty list of IDs >= 0."""
-    eos_ids = [eos_id] if isinstance(eos_id, int) else list(eos_id)
-    if not eos_ids:
+def eos_list(eos_id: int | Sequence[int] | Tensor) -> list[int]:
+    """``eos_id`` as a non-empty list of IDs >= 0.
+
+    An ``int``, a NumPy integer, a 0-d integer tensor, or a sequence (or 1-d tensor) of those.
+    """
+    if isinstance(eos_id, Tensor) and eos_id.dim() == 1:
+        values: list[object] = list(eos_id.unbind())
+    elif isinstance(eos_id, (Tensor, str, bytes)) or not isinstance(eos_id, Sequence):
+        values = [eos_id]
+    else:
+        values = list(eos_id)
+    if not values:
         raise ValueError("eos_id must be a token ID or a non-empty list of them, got []")
-    for value in eos_ids:
-        check_int("eos_id", value, minimum=0)
-    return eos_ids
+    return [check_int("eos_id", _as_int(value), minimum=0) for value in values]
 
 
-def check_vocab_fits(num_beams: int, eos_ids: list[int], vocab_size: int) -> None:
+def _as_int(value: object) -> object:
+    """A NumPy integer or 0-d integer tensor as an ``int``; anything else unchanged."""
+    if isinstance(value, Tensor):
+        if value.dim() != 0 or value.dtype.is_floating_point or value.dtype == torch.bool:
+            raise TypeError(
+                f"eos_id must be an int, a sequence of ints or a 0-d/1-d integer tensor, got a "
+                f"tensor of shape {list(value.shape)} and dtype {value.dtype}"
+            )
+        return int(value)  # a host copy, once, before the search
+    if isinstance(value, (bool, int)) or not hasattr(value, "__index__"):
+        return value
+    return operator.index(value)  # NumPy integers
+
+
+def check_vocab_fits(
+    num_beams: int, eos_ids: list[int], vocab_size: int, *, finished: str = "refill"
+) -> None:
+    """``num_beams`` and ``eos_ids`` fit a vocabulary of ``vocab_size``.
+
+    Refill keeps ``max(2, 1 + #EOS) * K`` of the ``K * V`` candidates (as ``transformers`` does),
+    so it needs ``V >= max(2, 1 + #EOS)``: at least one token that is no EOS.
+    """
     if num_beams > vocab_size:
         raise ValueError(
             f"num_beams ({num_beams}) exceeds the vocabulary size ({vocab_size}); use at most "
@@ -90,6 +137,31 @@ def check_vocab_fits(num_beams: int, eos_ids: list[int], vocab_size: int) -> Non
         )
     if max(eos_ids) >= vocab_size:
         raise ValueError(f"eos_id {max(eos_ids)} is out of range for a vocabulary of {vocab_size}")
+    needed = max(2, 1 + len(set(eos_ids)))
+    if finished == "refill" and vocab_size < needed:
+        raise ValueError(
+            f"finished='refill' keeps max(2, 1 + #EOS) * num_beams = {needed * num_beams} "
+            f"candidates of num_beams * V = {num_beams * vocab_size}: a vocabulary of "
+            f"{vocab_size} with eos_id={eos_ids} is too small; pass finished='mask' or fewer "
+            "eos_id values"
+        )
+
+
+def check_length_penalty(length_penalty: float, max_new_tokens: int) -> None:
+    """``length ** length_penalty`` stays a normal float32 for every length up to the limit
+    (scores are float32 and divided by it)."""
+    limit = 1.0 / torch.finfo(torch.float32).tiny  # ~8.5e37, so 1 / limit is normal too
+    try:
+        largest = float(max_new_tokens) ** abs(length_penalty)
+    except OverflowError:
+        largest = math.inf
+    if largest > limit:
+        bound = math.log(limit) / math.log(max_new_tokens)
+        raise ValueError(
+            f"length_penalty={length_penalty!r} makes max_new_tokens ** length_penalty "
+            f"({max_new_tokens} ** {length_penalty!r}) overflow the float32 scores; pass "
+            f"|length_penalty| <= {bound:.4g}"
+        )
 
 
 def check_start_ids(start_ids: Tensor, batch_size: int) -> Tensor:
@@ -105,3 +177,69 @@ def check_start_ids(start_ids: Tensor, batch_size: int) -> Tensor:
             f"(batch_size={batch_size}), got {list(start_ids.shape)}"
         )
     return start_ids
+
+
+def check_state_rows(state: Any, rows: int, where: str = "state") -> None:
+    """Every tensor the default reorder would ``index_select`` has ``rows = B*K`` rows.
+
+    Walks ``state`` as :func:`~tensortext.decode.decoder.reorder_state` does; objects with their
+    own ``reorder`` method (and types it cannot reorder) are left to it.
+    """
+    if isinstance(state, Tensor):
+        if state.dim() == 0 or state.shape[0] != rows:
+            raise ValueError(
+                f"{where} has shape {list(state.shape)} but beam_search reorders B*K = {rows} "
+                "rows on dim 0 (row r is beam r % K of sentence r // K); expand it with "
+                f"{where}.repeat_interleave(num_beams, dim=0), or pass reorder=fn"
+            )
+    elif callable(getattr(state, "reorder", None)):
+        return
+    elif isinstance(state, (tuple, list)):
+        for index, item in enumerate(state):
+            check_state_rows(item, rows, f"{where}[{index}]")
+    elif isinstance(state, Mapping):
+        for key, value in state.items():
+            check_state_rows(value, rows, f"{where}[{key!r}]")
+
+
+def check_log_probs(
+    name: str, log_probs: object, rows: int, vocab_size: int | None, device: torch.device
+) -> Tensor:
+    """Scores ``[B*K, V]`` of a floating dtype on ``device`` (shape metadata only, no sync).
+
+    ``vocab_size=None`` accepts any ``V`` (the model's first output sets it).
+    """
+    if not isinstance(log_probs, Tensor) or not log_probs.is_floating_point():
+        raise TypeError(
+            f"{name} must be float log-probs [B*K, V], got "
+            f"{getattr(log_probs, 'dtype', type(log_probs).__name__)}"
+        )
+    vocab = "V" if vocab_size is None else str(vocab_size)
+    if (
+        log_probs.dim() != 2
+        or log_probs.shape[0] != rows
+        or (vocab_size is not None and log_probs.shape[1] != vocab_size)
+    ):
+        raise ValueError(
+            f"{name} has shape {list(log_probs.shape)}; expected [B*K, V] = [{rows}, {vocab}]"
+        )
+    check_same_device(name, log_probs, device, "start_ids")
+    return log_probs
+
+
+def invalid_rows(log_probs: Tensor, running_scores: Tensor) -> Tensor:
+    """``[B*K]`` bool: live beams (finite ``[B, K]`` running score) whose ``[B*K, V]`` log-probs
+    hold NaN or ``+inf``. ``-inf`` is a forbidden token; rows of finished or dead beams are
+    ignored, as their outputs are. No host sync."""
+    live = torch.isfinite(running_scores).view(-1)
+    return (log_probs.isnan() | (log_probs == math.inf)).any(dim=1) & live
+
+
+def raise_invalid_log_probs(invalid: Tensor, step: int, num_beams: int) -> None:
+    """The error for :func:`invalid_rows`, naming the first bad row (called once one is known)."""
+    row = int(invalid.nonzero()[0, 0])
+    raise ValueError(
+        f"log-probs at step {step}, row {row} (sentence {row // num_beams}, beam "
+        f"{row % num_beams}) hold NaN or +inf (after logits_processor and score_bias); fix the "
+        "model or the processors, or pass validate=False to skip this check"
+    )

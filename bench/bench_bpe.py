@@ -306,8 +306,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def ours(enc: Any, dev: torch.device, pretokenize: str) -> Callable[[list[str]], Any]:
-    return lambda texts: enc.encode_batch(texts, device=dev, disallowed_special=(),
-                                          pretokenize=pretokenize)  # fmt: skip
+    return lambda texts: enc.encode_batch_to_tensor(texts, device=dev, disallowed_special=(),
+                                                    pretokenize=pretokenize)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,8 +38,10 @@ def _beam(**overrides: Any) -> Any:
     kwargs: dict[str, Any] = dict(
         batch_size=2, num_beams=2, eos_id=0, start_ids=torch.tensor([1, 2]), max_new_tokens=3
     )
+    rows = overrides.pop("state_rows", None)
     kwargs.update(overrides)
-    return beam_search(_step, None, **kwargs)
+    state = None if rows is None else torch.zeros(rows, 3)
+    return beam_search(_step, state, **kwargs)
 
 
 def _posteriors() -> NgramPosteriors:
@@ -115,21 +117,69 @@ def _cases() -> list[Case]:
             TypeError,
         ),
         Case("mbr shape", lambda: mbr_rerank(IDS, LENS), "candidates", ValueError),
-        # BPE.
-        Case("encode_batch type", lambda: encoding.encode_batch("one text"), "texts", TypeError),
+        # Issue 16 item 21: raw torch errors before.
         Case(
-            "decode_batch dtype", lambda: encoding.decode_batch(FLOAT_IDS, LENS), "ids", TypeError
+            "mbr no candidates",
+            lambda: mbr_rerank(IDS_3D[:, :0, 0], LENS[:, None][:, :0]),
+            "candidates",
+            ValueError,
         ),
-        Case("decode_batch shape", lambda: encoding.decode_batch(IDS[0], LENS), "ids", ValueError),
+        *(
+            Case(
+                f"bleu {dtype}",
+                lambda dtype=dtype: tt.sentence_bleu(IDS.to(dtype), IDS),
+                "hyp_ids",
+                TypeError,
+            )
+            for dtype in (torch.uint16, torch.uint32, torch.uint64)
+        ),
+        Case(
+            "bleu pad_id outside the dtype",
+            lambda: tt.sentence_bleu(IDS.to(torch.int8), IDS.to(torch.int8), pad_id=1000),
+            "pad_id",
+            ValueError,
+        ),
+        Case(
+            "beam length_penalty overflow",
+            lambda: _beam(length_penalty=1e6),
+            "length_penalty",
+            ValueError,
+        ),
+        Case("beam state rows", lambda: _beam(state_rows=2), "state", ValueError),
+        Case(
+            "beam vocab too small for refill",
+            lambda: _beam(eos_id=list(range(10)), num_beams=1),
+            "eos_id",
+            ValueError,
+        ),
+        # BPE.
+        Case(
+            "encode_batch type",
+            lambda: encoding.encode_batch_to_tensor("one text"),
+            "texts",
+            TypeError,
+        ),
+        Case(
+            "decode_batch dtype",
+            lambda: encoding.decode_batch(Padded(FLOAT_IDS, LENS)),
+            "ids",
+            TypeError,
+        ),
+        Case(
+            "decode_batch shape",
+            lambda: encoding.decode_batch(Padded(IDS[0], LENS)),
+            "ids",
+            ValueError,
+        ),
         Case(
             "decode_batch lengths",
-            lambda: encoding.decode_batch(IDS, LENS[:1]),
+            lambda: encoding.decode_batch(Padded(IDS, LENS[:1])),
             "lengths",
             ValueError,
         ),
         Case(
             "encode_batch device",
-            lambda: encoding.encode_batch(["x"], device="nope"),
+            lambda: encoding.encode_batch_to_tensor(["x"], device="nope"),
             "device",
             ValueError,
         ),
@@ -202,7 +252,7 @@ def test_bad_input_raises_the_rule_s_exception_naming_the_argument(case: Case) -
 
 
 def test_ragged_outputs_are_padded_with_pad_id() -> None:
-    encoded = tt.get_encoding("cl100k_base").encode_batch(["hello world", "hi"])
+    encoded = tt.get_encoding("cl100k_base").encode_batch_to_tensor(["hello world", "hi"])
     assert isinstance(encoded, Padded)
     assert encoded.ids[1, 1] == PAD_ID
     out = _beam(max_new_tokens=3)

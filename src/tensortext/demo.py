@@ -204,15 +204,17 @@ def demo_tokenize(*, device: torch.device, out: TextIO) -> None:
     out.write(f"\nexact batched BPE on {device}: {len(texts)} lines, {nbytes:,} bytes\n")
     for name in ("cl100k_base", "o200k_base"):
         encoding = get_encoding(name)
-        encoding.encode_batch(texts[:4], device=device)  # builds the device tables once
+        encoding.encode_batch_to_tensor(texts[:4], device=device)  # builds the device tables
         start = time.perf_counter()
-        encoded = encoding.encode_batch(texts, device=device)
+        encoded = encoding.encode_batch_to_tensor(texts, device=device)
         _synchronize(device)
         seconds = time.perf_counter() - start
         rows = encoded.tolist()
-        byte_rows = encoding.encode_batch(texts, device=device, pretokenize="bytes").tolist()
+        byte_rows = encoding.encode_batch_to_tensor(
+            texts, device=device, pretokenize="bytes"
+        ).tolist()
         differ = sum(a != b for a, b in zip(rows, byte_rows, strict=True))
-        round_trip = encoding.decode_batch(encoded.ids, encoded.lengths) == texts
+        round_trip = encoding.decode_batch(encoded) == texts
         out.write(
             f"  {name}: {int(encoded.lengths.sum()):,} tokens in {1000 * seconds:.0f} ms; "
             f"{_tiktoken_agreement(name, texts, rows)}; decode(encode(text)) == text: "

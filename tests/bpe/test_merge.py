@@ -144,7 +144,7 @@ def assert_encodes_like_tiktoken(
     enc = Encoding("toy", pat_str="cl100k", mergeable_ranks=ranks, special_tokens={})
     for pretokenize, pat_str in (("regex", CL100K_PATTERN), ("bytes", WHOLE_TEXT_PATTERN)):
         ref = tiktoken_toy(ranks, pat_str=pat_str)
-        ids, lengths = enc.encode_batch(
+        ids, lengths = enc.encode_batch_to_tensor(
             texts, pretokenize=pretokenize, device=device, merge_backend=backend
         )
         ids, lengths = ids.cpu(), lengths.cpu()
@@ -156,8 +156,8 @@ def assert_encodes_like_tiktoken(
                 f"(row {row} of {len(texts)})\n"
                 f"  ours     = {got}\n  tiktoken = {expected}\n  {describe(ranks)}"
             )
-            if backend == "torch" and device == "cpu":
-                assert enc.encode(text, pretokenize=pretokenize) == expected
+            if backend == "torch" and device == "cpu" and pretokenize == "regex":
+                assert enc.encode(text) == expected
             assert enc.decode(got) == text
 
 
@@ -483,7 +483,7 @@ def test_random_hf_merges_match_tokenizers(
     hf = Tokenizer.from_file(str(path))
     enc = Encoding.from_hf_json(path)
     texts = data.draw(st.lists(texts_over(chars), min_size=1, max_size=5), label="texts")
-    got_ids, lengths = enc.encode_batch(texts)
+    got_ids, lengths = enc.encode_batch_to_tensor(texts)
     for row, text in enumerate(texts):
         expected = hf.encode(text, add_special_tokens=False).ids
         got = got_ids[row, : lengths[row]].tolist()
@@ -541,17 +541,17 @@ def test_long_pieces_finish_sequentially(monkeypatch: pytest.MonkeyPatch) -> Non
 
     from oracles.bpe import tiktoken_reference
 
-    import tensortext.bpe.core as core
+    import tensortext.bpe.engine as engine
     from tensortext.bpe import get_encoding
 
     calls: list[int] = []
-    original = core.merge_tokens
+    original = engine.merge_tokens
 
     def counting(tokens: list[int], pairs: Any) -> Any:
         calls.append(len(tokens))
         return original(tokens, pairs)
 
-    monkeypatch.setattr(core, "merge_tokens", counting)
+    monkeypatch.setattr(engine, "merge_tokens", counting)
     rng = random.Random(0)
     text = "".join(chr(rng.randrange(0x4E00, 0x4E00 + 3000)) for _ in range(3000))
     for name in ("cl100k_base", "o200k_base"):
@@ -568,10 +568,10 @@ def test_random_vocabulary_with_a_pass_limit_matches_tiktoken(
 ) -> None:
     """Stopping the passes early (even right after a pass that went irregular) and finishing
     with the heap still gives tiktoken's IDs, for vocabularies whose ranks go down."""
-    import tensortext.bpe.core as core
+    import tensortext.bpe.engine as engine
 
     chars, ranks = vocab
     texts = data.draw(st.lists(texts_over(chars, 40), min_size=1, max_size=5), label="texts")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(core, "MAX_PASSES", max_passes)
+        patch.setattr(engine, "MAX_PASSES", max_passes)
         assert_encodes_like_tiktoken(ranks, texts)

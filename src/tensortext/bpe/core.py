@@ -1,49 +1,46 @@
-"""``Encoding``: tiktoken's API over the batched, exact BPE encoder."""
+"""``Encoding``: tiktoken's API, name for name, over the batched exact BPE encoder, plus tensor
+variants under their own names (``encode_to_tensor``, ``encode_batch_to_tensor``)."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Collection, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import torch
 
-from tensortext._checks import check_integer_tensor, check_shape, resolve_device
-from tensortext.bpe.merge import (
-    MergeTables,
-    expand_spans,
-    lookup_pieces,
-    merge_pieces,
-    merge_serial,
-    merge_tokens,
-)
-from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton, triton_usable
-from tensortext.bpe.pretokenize import PatternKind, piece_starts
+from tensortext._checks import check_choice, check_int, resolve_device
+from tensortext.bpe import unstable
+from tensortext.bpe.decoding import decode_padded, token_bytes
+from tensortext.bpe.engine import MergeBackend, encode_flat, pad_flat, piece_texts
+from tensortext.bpe.hf_json import read_hf_json
+from tensortext.bpe.merge import merge_serial
+from tensortext.bpe.merge_triton import triton_usable
+from tensortext.bpe.pretokenize import PatternKind
 from tensortext.bpe.text import (
+    AllowedSpecial,
+    DisallowedSpecial,
+    allowed_set,
+    check_disallowed,
     check_texts,
-    special_regex,
-    split_segments,
-    to_codepoints,
-    to_utf8,
-    without_surrogates,
+    prepare_segments,
 )
-from tensortext.bpe.vocab import Vocab, read_hf_json, read_tiktoken_file
+from tensortext.bpe.vocab import Vocab, read_tiktoken_file
 from tensortext.padded import PAD_ID, Padded
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["Encoding"]
 
 Pretokenize = Literal["regex", "bytes"]
-MergeBackend = Literal["auto", "torch", "triton"]
-# Parallel passes before a piece goes on with the sequential heap: a pass per distinct rank
-# merged is cheap for words (a few passes) but not for a long run of random CJK (thousands).
-MAX_PASSES = 64
 
 
 class Encoding:
-    """A byte-level BPE encoding with tiktoken's names and results, batched on tensors.
+    """A byte-level BPE encoding: tiktoken's ``Encoding``, same methods and results, batched
+    on tensors underneath.
 
     Build one with :func:`tensortext.get_encoding`, :meth:`from_tiktoken_file`,
     :meth:`from_hf_json`, or tiktoken's constructor arguments.
@@ -53,10 +50,12 @@ class Encoding:
         >>> enc = tensortext.get_encoding("cl100k_base")
         >>> enc.encode("hello world")
         [15339, 1917]
-        >>> ids, lengths = enc.encode_batch(["hello world", "hi"])
+        >>> enc.encode_batch(["hello world", "hi"])
+        [[15339, 1917], [6151]]
+        >>> ids, lengths = enc.encode_batch_to_tensor(["hello world", "hi"])
         >>> ids.tolist(), lengths.tolist()
         ([[15339, 1917], [6151, -1]], [2, 1])
-        >>> enc.decode_batch(ids, lengths)
+        >>> enc.decode_batch(tensortext.Padded(ids, lengths))
         ['hello world', 'hi']
     """
 
@@ -72,11 +71,13 @@ class Encoding:
         self._vocab = Vocab.from_ranks(
             name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab=explicit_n_vocab
         )
+        self._pat_str = pat_str
 
     @classmethod
-    def _from_vocab(cls, vocab: Vocab) -> Encoding:
+    def _from_vocab(cls, vocab: Vocab, pat_str: str | None = None) -> Encoding:
         encoding = cls.__new__(cls)
         encoding._vocab = vocab
+        encoding._pat_str = vocab.kind if pat_str is None else pat_str
         return encoding
 
     @classmethod
@@ -107,13 +108,19 @@ class Encoding:
         )
 
     @classmethod
-    def from_hf_json(cls, path: str | Path) -> Encoding:
-        """An encoding from a Hugging Face ``tokenizer.json`` with a byte-level BPE model.
+    def from_hf_json(cls, source: str | Path | Any) -> Encoding:
+        """An encoding from a Hugging Face byte-level BPE tokenizer.
 
-        Added tokens become special tokens (pass ``allowed_special="all"`` to match HF, which
-        always splits them out); HF's post-processor (e.g. a BOS) is not applied.
+        Args:
+            source: a ``tokenizer.json`` path, a directory holding one, a ``tokenizers.Tokenizer``
+                or a ``transformers`` ``PreTrainedTokenizerFast``.
+
+        Added tokens become special tokens (pass ``allowed_special="all"`` to split them out as
+        HF always does). The normalizer and ``add_prefix_space`` always apply; the
+        post-processor's tokens (e.g. a BOS) are added by the tensor methods when called with
+        ``add_special_tokens=True`` (HF's default; tiktoken's names never add them).
         """
-        return cls._from_vocab(read_hf_json(path))
+        return cls._from_vocab(read_hf_json(source))
 
     # ------------------------------------------------------------------ properties
     @property
@@ -130,32 +137,48 @@ class Encoding:
         return self._vocab.n_vocab - 1
 
     @property
+    def eot_token(self) -> int:
+        return self._vocab.special_tokens["<|endoftext|>"]
+
+    @cached_property
     def special_tokens_set(self) -> set[str]:
         return set(self._vocab.special_tokens)
 
     @property
     def pattern_kind(self) -> PatternKind:
+        """The split rules this encoding's pattern maps to (``"cl100k"``, ``"o200k"``, ...)."""
         return self._vocab.kind
 
     @property
-    def eot_token(self) -> int:
-        return self._vocab.special_tokens["<|endoftext|>"]
+    def _mergeable_ranks(self) -> dict[bytes, int]:
+        return self._vocab.mergeable
+
+    @property
+    def _special_tokens(self) -> dict[str, int]:
+        return self._vocab.special_tokens
 
     def __repr__(self) -> str:
         return f"<Encoding {self.name!r}>"
 
-    # ------------------------------------------------------------------ encoding
-    def encode_ordinary(self, text: str, *, pretokenize: Pretokenize = "regex") -> list[int]:
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Registered encodings pickle by name (a few bytes); others pickle their vocabulary."""
+        from tensortext.bpe import registry
+
+        if registry.is_registered(self):
+            return (registry.get_encoding, (self.name,))
+        return (Encoding._from_vocab, (self._vocab, self._pat_str))
+
+    # ------------------------------------------------------------------ tiktoken: encoding
+    def encode_ordinary(self, text: str) -> list[int]:
         """Token IDs of ``text``, special-token text encoded as ordinary text."""
-        return self.encode(text, disallowed_special=(), pretokenize=pretokenize)
+        return self.encode(text, disallowed_special=())
 
     def encode(
         self,
         text: str,
         *,
-        allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-        disallowed_special: Literal["all"] | Collection[str] = "all",
-        pretokenize: Pretokenize = "regex",
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
     ) -> list[int]:
         """Token IDs of ``text``, identical to tiktoken's ``encode``.
 
@@ -163,32 +186,107 @@ class Encoding:
             text: the string (lone surrogates become U+FFFD, as in tiktoken).
             allowed_special: special tokens whose text is encoded as the special token.
             disallowed_special: special tokens whose text raises (``"all"``: all not allowed).
-            pretokenize: ``"regex"`` (exact) or ``"bytes"`` (BlockBPE's byte-level split, for
-                comparison only: its IDs differ from tiktoken's).
 
         Raises:
             ValueError: if ``text`` holds a disallowed special token, naming the keyword to pass.
         """
-        if not isinstance(text, str):
-            raise TypeError(f"text must be str, got {type(text).__name__}")
-        ids, lengths = self.encode_batch(
-            [text],
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            pretokenize=pretokenize,
+        return self._encode_lists([_check_text(text)], allowed_special, disallowed_special)[0]
+
+    def encode_to_numpy(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> npt.NDArray[np.uint32]:
+        """:meth:`encode` as a numpy ``uint32`` array."""
+        import numpy as np
+
+        tokens = self.encode_to_tensor(
+            text, allowed_special=allowed_special, disallowed_special=disallowed_special
         )
-        return ids[0, : int(lengths[0])].tolist()
+        return tokens.numpy().astype(np.uint32)
+
+    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
+        """:meth:`encode_ordinary` of every text, in one batched call."""
+        return self.encode_batch(text, num_threads=num_threads, disallowed_special=())
 
     def encode_batch(
+        self,
+        text: list[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> list[list[int]]:
+        """:meth:`encode` of every text, as tiktoken's ``encode_batch``.
+
+        The batch is encoded in one tensor pass (torch's intra-op threads do the parallel
+        work); ``num_threads`` is checked and accepted for compatibility.
+        """
+        check_int("num_threads", num_threads, minimum=1)
+        return self._encode_lists(check_texts(text, "text"), allowed_special, disallowed_special)
+
+    def encode_with_unstable(
+        self,
+        text: str,
+        *,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+    ) -> tuple[list[int], list[list[int]]]:
+        """Stable tokens of ``text`` and every token sequence its unstable end could become
+        when more text follows (as tiktoken; the completions come sorted)."""
+        allowed = allowed_set(self._vocab, allowed_special)
+        check_disallowed(self._vocab, [_check_text(text)], allowed, disallowed_special)
+        return unstable.encode_with_unstable(self, text, allowed)
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The ID of the one token (ordinary or special) whose text or bytes this is.
+
+        Raises:
+            KeyError: if no single token has these bytes.
+        """
+        data = _as_bytes(text_or_bytes, "text_or_bytes")
+        token = self._vocab.mergeable.get(data)
+        if token is None:
+            special = data.decode("utf-8", errors="replace")
+            token = self._vocab.special_tokens.get(special)
+            if token is None or special.encode("utf-8") != data:
+                raise KeyError(data)
+        return token
+
+    # ------------------------------------------------------------------ tensors
+    def encode_to_tensor(
+        self,
+        text: str,
+        *,
+        device: torch.device | str | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        add_special_tokens: bool = False,
+    ) -> torch.Tensor:
+        """:meth:`encode` as ``ids [L]`` int64 on ``device``; the keywords are
+        :meth:`encode_batch_to_tensor`'s."""
+        ids, _ = self.encode_batch_to_tensor(
+            [_check_text(text)],
+            device=device,
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+            add_special_tokens=add_special_tokens,
+        )
+        return ids[0]
+
+    def encode_batch_to_tensor(
         self,
         texts: Sequence[str],
         *,
         device: torch.device | str | None = None,
-        allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-        disallowed_special: Literal["all"] | Collection[str] = "all",
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
         pretokenize: Pretokenize = "regex",
         pad_id: int = PAD_ID,
         merge_backend: MergeBackend = "auto",
+        add_special_tokens: bool = False,
     ) -> Padded:
         """Encode a batch at once: split, look up and merge every text together on ``device``.
 
@@ -196,287 +294,203 @@ class Encoding:
             texts: ``B`` strings.
             device: where the work runs and the result lives: ``None`` (the CPU), ``"auto"``
                 (CUDA when available) or a torch device.
-            allowed_special, disallowed_special, pretokenize: as in :meth:`encode`.
+            allowed_special, disallowed_special: as in :meth:`encode`.
+            pretokenize: ``"regex"`` (exact) or ``"bytes"`` (BlockBPE's byte-level split, for
+                comparison only: its IDs differ from tiktoken's).
             pad_id: fills ``ids`` past each length; -1 so that forgetting ``lengths`` fails
                 loudly (ID 0 is a real token, ``!``).
             merge_backend: ``"auto"`` (the Triton kernel on CUDA when triton is installed, for
                 pieces up to 64 bytes; torch otherwise), ``"torch"`` or ``"triton"``. All give
                 the same IDs.
+            add_special_tokens: add the Hugging Face post-processor's tokens around each text
+                (e.g. a BOS), as HF's ``encode(..., add_special_tokens=True)``; tiktoken's
+                encodings have none.
 
         Returns:
             :class:`~tensortext.padded.Padded` ``(ids [B, L], lengths [B])`` int64; row ``b``
             equals ``encode(texts[b])``, whatever else is in the batch.
         """
         texts = check_texts(texts, "texts")
-        if pretokenize not in ("regex", "bytes"):
-            raise ValueError(f"pretokenize must be 'regex' or 'bytes', got {pretokenize!r}")
+        check_choice("pretokenize", pretokenize, ("regex", "bytes"))
+        check_choice("merge_backend", merge_backend, ("auto", "torch", "triton"))
+        if not isinstance(add_special_tokens, bool):
+            raise TypeError(f"add_special_tokens must be a bool, got {add_special_tokens!r}")
+        check_int("pad_id", pad_id)
         target = resolve_device(device)
-        if merge_backend not in ("auto", "torch", "triton"):
-            raise ValueError(
-                f"merge_backend must be 'auto', 'torch' or 'triton', got {merge_backend!r}"
-            )
         if merge_backend == "triton" and not triton_usable(target):
             raise ValueError(
                 f"merge_backend='triton' needs the triton package and a CUDA device (or "
                 f"TRITON_INTERPRET=1); got device {target}. Use merge_backend='auto'"
             )
-        allowed = self._allowed(allowed_special)
-        self._check_disallowed(texts, allowed, disallowed_special)
-        texts = without_surrogates(texts)
-        return self._encode(texts, allowed, target, pretokenize, pad_id, merge_backend)
-
-    def _allowed(self, allowed_special: Literal["all"] | AbstractSet[str]) -> frozenset[str]:
-        if allowed_special == "all":
-            return frozenset(self._vocab.special_tokens)
-        if isinstance(allowed_special, str) or not isinstance(
-            allowed_special, AbstractSet | Collection
-        ):
-            raise TypeError("allowed_special must be 'all' or a set of special-token strings")
-        unknown = set(allowed_special) - set(self._vocab.special_tokens)
-        if unknown:
-            raise ValueError(
-                f"allowed_special has {sorted(unknown)!r}, which are not special tokens of "
-                f"{self.name}; see enc.special_tokens_set"
-            )
-        return frozenset(allowed_special)
-
-    def _check_disallowed(
-        self,
-        texts: list[str],
-        allowed: frozenset[str],
-        disallowed_special: Literal["all"] | Collection[str],
-    ) -> None:
-        if disallowed_special == "all":
-            disallowed = frozenset(self._vocab.special_tokens) - allowed
-        elif isinstance(disallowed_special, str):
-            raise TypeError("disallowed_special must be 'all' or a collection of strings")
-        else:
-            disallowed = frozenset(disallowed_special)
-        if not disallowed:
-            return
-        finder = special_regex(disallowed)
-        if finder.search("\0".join(texts)) is None:  # one C-speed scan of the whole batch
-            return
-        for text in texts:
-            match = finder.search(text)
-            if match:
-                token = match.group()
-                raise ValueError(
-                    f"text contains the special token {token!r}, which is disallowed. "
-                    f"To encode it as the special token, pass allowed_special={{{token!r}}} "
-                    "(or allowed_special='all'); to encode it as ordinary text, pass "
-                    f"disallowed_special=(enc.special_tokens_set - {{{token!r}}}), or "
-                    "disallowed_special=() to turn the check off for every special token."
-                )
-
-    def _encode(
-        self,
-        texts: list[str],
-        allowed: frozenset[str],
-        device: torch.device,
-        pretokenize: Pretokenize,
-        pad_id: int,
-        merge_backend: MergeBackend,
-    ) -> Padded:
-        segments, special_list, owner_list = split_segments(
-            texts, allowed, self._vocab.special_tokens
-        )
-        joined = "".join(segments)
-        codepoints = to_codepoints(joined).to(device)
-        data = to_utf8(joined).to(device)
-        segment_lens = torch.tensor([len(seg) for seg in segments], dtype=torch.int64).to(device)
-        segment_special = torch.tensor(special_list, dtype=torch.int64).to(device)
-        text_of_segment = torch.tensor(owner_list, dtype=torch.int64).to(device)
-        n = codepoints.numel()
-        segment_of_cp = torch.repeat_interleave(
-            torch.arange(segment_lens.numel(), device=device), segment_lens, output_size=n
-        )
+        allowed = allowed_set(self._vocab, allowed_special)
+        check_disallowed(self._vocab, texts, allowed, disallowed_special)
         kind: PatternKind = "bytes" if pretokenize == "bytes" else self._vocab.kind
-        starts_mask = piece_starts(codepoints, segment_lens, kind)
-        # A special token's segment is one piece, whatever the regex says.
-        special_of_cp = segment_special[segment_of_cp]
-        segment_first = torch.zeros_like(starts_mask)
-        segment_first[(torch.cumsum(segment_lens, 0) - segment_lens)[segment_lens > 0]] = True
-        starts_mask = torch.where(special_of_cp >= 0, segment_first, starts_mask)
-        cp_bytes = (
-            1
-            + (codepoints >= 0x80).long()
-            + (codepoints >= 0x800).long()
-            + (codepoints >= 0x10000).long()
+        tokens, lengths = encode_flat(
+            self._vocab,
+            prepare_segments(self._vocab, texts, allowed),
+            len(texts),
+            target,
+            kind,
+            merge_backend,
         )
-        byte_start = torch.cumsum(cp_bytes, 0) - cp_bytes  # [n]
-        piece_cp = starts_mask.nonzero().squeeze(1)
-        piece_start = byte_start[piece_cp]
-        piece_len = torch.diff(piece_start, append=piece_start.new_tensor([data.numel()]))
-        out = torch.full((data.numel() + 1,), -1, dtype=torch.int64, device=device)
-        special_of_piece = special_of_cp[piece_cp]
-        ordinary = special_of_piece < 0
-        out[piece_start[~ordinary]] = special_of_piece[~ordinary]
-        # Whole-piece lookups, then merges for the rest.
-        piece_start, piece_len = piece_start[ordinary], piece_len[ordinary]
-        tables = self._vocab.tables(device)
-        whole = lookup_pieces(data, piece_start, piece_len, tables)
-        hit = whole >= 0
-        out[piece_start[hit]] = whole[hit]
-        rest_start, rest_len = piece_start[~hit], piece_len[~hit]
-        irregular, unfinished = _merge(data, rest_start, rest_len, tables, out, merge_backend)
-        if bool((irregular | unfinished).any()):  # rare: one sync, then host work
-            self._merge_serially(data, rest_start, rest_len, irregular, unfinished, out)
-        segment_bytes = torch.zeros(segment_lens.numel(), dtype=torch.int64, device=device)
-        segment_bytes.index_add_(0, segment_of_cp, cp_bytes)
-        text_bytes = torch.zeros(len(texts), dtype=torch.int64, device=device)
-        text_bytes.index_add_(0, text_of_segment, segment_bytes)
-        return _assemble(out[:-1], text_bytes, pad_id)
+        options = self._vocab.options
+        if not add_special_tokens:
+            return pad_flat(tokens, lengths, pad_id)
+        return pad_flat(tokens, lengths, pad_id, options.prefix_ids, options.suffix_ids)
 
-    def _merge_serially(
-        self,
-        data: torch.Tensor,
-        starts: torch.Tensor,
-        lens: torch.Tensor,
-        irregular: torch.Tensor,
-        unfinished: torch.Tensor,
-        out: torch.Tensor,
-    ) -> None:
-        """The sequential merges, on the host: irregular pieces from their bytes, unfinished
-        ones from the tokens the passes left in ``out``."""
-        host = bytes(data.cpu().numpy()) if data.numel() else b""
-        byte_ids = self._vocab.tables(torch.device("cpu")).byte_ids.tolist()
-        pairs, vocab = self._vocab.pairs, self._vocab.tokens
-        positions: list[int] = []
-        values: list[int] = []
-        for start, length in zip(starts[irregular].tolist(), lens[irregular].tolist(), strict=True):
-            for token in merge_serial(host[start : start + length], byte_ids, pairs):
-                positions.append(start)
-                values.append(token)
-                start += len(vocab[token] or b"")
-        for start, length in zip(
-            starts[unfinished].tolist(), lens[unfinished].tolist(), strict=True
-        ):
-            span = out[start : start + length]
-            offsets = (span >= 0).nonzero().squeeze(1).tolist()
-            tokens = span[offsets].tolist()
-            span.fill_(-1)
-            for index, token in merge_tokens(tokens, pairs):
-                positions.append(start + offsets[index])
-                values.append(token)
-        if positions:
-            out[torch.tensor(positions, device=out.device)] = torch.tensor(
-                values, device=out.device
-            )
-
-    # ------------------------------------------------------------------ decoding
+    # ------------------------------------------------------------------ tiktoken: decoding
     def decode_bytes(self, tokens: Sequence[int] | torch.Tensor) -> bytes:
-        """The bytes of ``tokens`` joined."""
-        as_tensor = tokens if isinstance(tokens, torch.Tensor) else torch.as_tensor(list(tokens))
-        if not len(as_tensor.reshape(-1)):
-            return b""
-        ids = self._check_ids(as_tensor.reshape(-1), "tokens")
-        vocab = self._vocab.tokens
-        return b"".join(vocab[token] or b"" for token in ids.tolist())
-
-    def decode(self, tokens: Sequence[int] | torch.Tensor, errors: str = "replace") -> str:
-        """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD, as in tiktoken)."""
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
-
-    def decode_batch(
-        self, ids: torch.Tensor, lengths: torch.Tensor, *, errors: str = "replace"
-    ) -> list[str]:
-        """Decode each row ``ids[b, :lengths[b]]`` (``ids [B, L]``, ``lengths [B]``).
+        """The bytes of ``tokens`` joined.
 
         Raises:
-            TypeError: ``ids`` or ``lengths`` is not an integer tensor.
-            ValueError: wrong shapes, a length outside ``0..L``, or an ID that is no token.
+            KeyError: (a :class:`~tensortext.bpe.UnknownTokenError`, also a ``ValueError``) for
+                an ID that is no token.
         """
-        check_integer_tensor("ids", ids, shape="[B, L] (use decode for one list of IDs)")
-        check_shape("ids", ids, [None, None], "[B, L] (use decode for one list of IDs)")
-        check_integer_tensor("lengths", lengths, shape=f"[{ids.shape[0]}]")
-        check_shape("lengths", lengths, [ids.shape[0]], f"[B] = [{ids.shape[0]}]")
-        lengths = lengths.to(ids.device, torch.int64)
-        if bool(((lengths < 0) | (lengths > ids.shape[1])).any()):
-            raise ValueError(f"lengths must lie in [0, {ids.shape[1]}]")
-        valid = torch.arange(ids.shape[1], device=ids.device) < lengths[:, None]
-        flat = self._check_ids(ids[valid], "ids")
-        tables = self._vocab.tables(torch.device("cpu"))
-        flat = flat.cpu()
-        token_lens = tables.token_offsets[flat + 1] - tables.token_offsets[flat]
-        token, offset = expand_spans(token_lens)
-        data = tables.token_bytes[tables.token_offsets[flat][token] + offset]
-        row_bytes = torch.zeros(ids.shape[0], dtype=torch.int64).index_add_(
-            0, valid.nonzero()[:, 0].cpu(), token_lens
-        )
-        blob = bytes(data.numpy())
-        bounds = [0, *torch.cumsum(row_bytes, 0).tolist()]
-        return [blob[a:b].decode("utf-8", errors=errors) for a, b in itertools.pairwise(bounds)]
+        return b"".join(token_bytes(self._vocab, tokens, "tokens"))
 
-    def _check_ids(self, ids: torch.Tensor, name: str) -> torch.Tensor:
-        if ids.dtype.is_floating_point or ids.dtype == torch.bool:
-            raise TypeError(f"{name} must be integer token IDs, got {ids.dtype}")
-        ids = ids.long()
-        bad = (ids < 0) | (ids >= self.n_vocab)
-        if not bool(bad.any()):
-            bad = ~self._known[ids.cpu()].to(ids.device)
-        if bool(bad.any()):
-            first = int(ids[bad][0])
-            raise ValueError(
-                f"{name} holds {first}, which is not a token of {self.name} "
-                f"(n_vocab {self.n_vocab})"
-            )
-        return ids
+    def decode(self, tokens: Sequence[int] | torch.Tensor, errors: str = "replace") -> str:
+        """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD unless ``errors`` says else)."""
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token (a special token's text for a special ID); ``KeyError`` if
+        ``token`` is no token."""
+        return token_bytes(self._vocab, [token], "token")[0]
+
+    def decode_tokens_bytes(self, tokens: Sequence[int] | torch.Tensor) -> list[bytes]:
+        """The bytes of each token."""
+        return token_bytes(self._vocab, tokens, "tokens")
+
+    def decode_with_offsets(self, tokens: Sequence[int] | torch.Tensor) -> tuple[str, list[int]]:
+        """The text and, per token, the index of the first character holding its bytes.
+
+        Raises:
+            UnicodeDecodeError: if the tokens do not decode to valid UTF-8 (as tiktoken).
+        """
+        parts = token_bytes(self._vocab, tokens, "tokens")
+        offsets: list[int] = []
+        chars = 0
+        for part in parts:  # a token that starts mid-character belongs to that character
+            offsets.append(max(0, chars - (0x80 <= part[0] < 0xC0)))
+            chars += sum(1 for byte in part if not 0x80 <= byte < 0xC0)
+        return b"".join(parts).decode("utf-8", errors="strict"), offsets
+
+    def decode_batch(
+        self,
+        batch: Sequence[Sequence[int]] | Padded | torch.Tensor,
+        *,
+        errors: str = "replace",
+        num_threads: int = 8,
+    ) -> list[str]:
+        """Decode each row: lists of IDs (tiktoken's), a :class:`Padded` batch (each row cut at
+        its length) or an ``[B, L]`` tensor of full rows."""
+        return [data.decode("utf-8", errors=errors) for data in self.decode_bytes_batch(batch)]
+
+    def decode_bytes_batch(
+        self, batch: Sequence[Sequence[int]] | Padded | torch.Tensor, *, num_threads: int = 8
+    ) -> list[bytes]:
+        """:meth:`decode_bytes` of each row (the batch as in :meth:`decode_batch`)."""
+        check_int("num_threads", num_threads, minimum=1)
+        if isinstance(batch, Padded):
+            return decode_padded(self._vocab, batch)
+        if isinstance(batch, torch.Tensor):
+            if batch.dim() != 2:
+                raise ValueError(f"batch must be [B, L], got shape {list(batch.shape)}")
+            full = torch.full((batch.shape[0],), batch.shape[1], dtype=torch.int64)
+            return decode_padded(self._vocab, Padded(batch, full))
+        if isinstance(batch, str | bytes) or not isinstance(batch, Sequence):
+            raise TypeError(f"batch must be a list of token lists, got {type(batch).__name__}")
+        return [b"".join(token_bytes(self._vocab, row, "batch[i]")) for row in batch]
+
+    # ------------------------------------------------------------------ tiktoken: the rest
+    def token_byte_values(self) -> list[bytes]:
+        """Every ordinary token's bytes, sorted."""
+        return list(self._sorted_token_bytes)
+
+    def is_special_token(self, token: int) -> bool:
+        if not isinstance(token, int):
+            raise TypeError(f"token must be an int, got {type(token).__name__}")
+        return token in self._special_ids
+
+    def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
+        """BPE of the bytes as one piece (no regex split, no special tokens)."""
+        data = _as_bytes(text_or_bytes, "text_or_bytes")
+        whole = self._vocab.mergeable.get(data)
+        return [whole] if whole is not None else self._byte_pair_encode(data)
+
+    def _encode_only_native_bpe(self, text: str) -> list[int]:
+        """:meth:`encode_ordinary`, one piece at a time on the host (a slow reference)."""
+        pieces = [
+            piece
+            for segment in prepare_segments(self._vocab, [_check_text(text)], frozenset())[0]
+            for piece in piece_texts(segment, self._vocab.kind)
+        ]
+        return [token for piece in pieces for token in self._encode_single_piece(piece)]
+
+    def _encode_bytes(self, text: bytes) -> list[int]:
+        """Tokens of bytes that may be invalid UTF-8 (tiktoken's private helper)."""
+        return unstable.encode_bytes(self, _as_bytes(text, "text"))
+
+    # ------------------------------------------------------------------ internals
+    @cached_property
+    def _sorted_token_bytes(self) -> list[bytes]:
+        return sorted(self._vocab.mergeable)
 
     @cached_property
-    def _known(self) -> torch.Tensor:
-        return torch.tensor([token is not None for token in self._vocab.tokens])
+    def _special_ids(self) -> frozenset[int]:
+        return frozenset(self._vocab.special_tokens.values())
 
+    @cached_property
+    def _ordinary_ids(self) -> frozenset[int]:
+        return frozenset(self._vocab.mergeable.values())
 
-def _merge(
-    data: torch.Tensor,
-    starts: torch.Tensor,
-    lens: torch.Tensor,
-    tables: MergeTables,
-    out: torch.Tensor,
-    backend: MergeBackend,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Merge with the chosen backend; returns the ``[P]`` bool masks of the pieces the
-    sequential merges must do (irregular) or finish (unfinished after ``MAX_PASSES``)."""
-    use_triton = backend == "triton" or (
-        backend == "auto" and data.device.type == "cuda" and triton_usable(data.device)
-    )
-    unfinished = torch.zeros(starts.numel(), dtype=torch.bool, device=data.device)
-    if not use_triton:
-        irregular = merge_pieces(
-            data, starts, lens, tables, out, max_passes=MAX_PASSES, unfinished=unfinished
+    def _is_ordinary(self, token: int) -> bool:
+        return token in self._ordinary_ids
+
+    def _byte_pair_encode(self, data: bytes) -> list[int]:
+        byte_ids = self._vocab.tables(torch.device("cpu")).byte_ids.tolist()
+        return merge_serial(data, byte_ids, self._vocab.pairs)
+
+    def _encode_lists(
+        self,
+        texts: list[str],
+        allowed_special: AllowedSpecial,
+        disallowed_special: DisallowedSpecial,
+    ) -> list[list[int]]:
+        allowed = allowed_set(self._vocab, allowed_special)
+        check_disallowed(self._vocab, texts, allowed, disallowed_special)
+        tokens, lengths = encode_flat(
+            self._vocab,
+            prepare_segments(self._vocab, texts, allowed),
+            len(texts),
+            torch.device("cpu"),
+            self._vocab.kind,
         )
-        return irregular, unfinished
-    short = lens <= MAX_PIECE_BYTES  # at most MAX_PIECE_BYTES - 1 passes: never unfinished
-    irregular = torch.zeros_like(short)
-    irregular[short] = merge_pieces_triton(data, starts[short], lens[short], tables, out)
-    long_unfinished = torch.zeros(int((~short).sum()), dtype=torch.bool, device=data.device)
-    irregular[~short] = merge_pieces(
-        data,
-        starts[~short],
-        lens[~short],
-        tables,
-        out,
-        max_passes=MAX_PASSES,
-        unfinished=long_unfinished,
-    )
-    unfinished[~short] = long_unfinished
-    return irregular, unfinished
+        flat, counts = tokens.tolist(), lengths.tolist()
+        rows, start = [], 0
+        for count in counts:
+            rows.append(flat[start : start + count])
+            start += count
+        return rows
+
+    def _encode_last_piece(self, text: str, allowed: frozenset[str]) -> tuple[list[int], int]:
+        """``encode`` (no disallowed check) and how many tokens its last regex piece gave
+        (0 when the text ends with a special token or is empty)."""
+        tokens = self._encode_lists([text], allowed, ())[0]
+        segments, special, _ = prepare_segments(self._vocab, [text], allowed)
+        pieces = piece_texts(segments[-1], self._vocab.kind) if special[-1] < 0 else []
+        return tokens, len(self._encode_single_piece(pieces[-1])) if pieces else 0
 
 
-def _assemble(token_at_byte: torch.Tensor, text_bytes: torch.Tensor, pad_id: int) -> Padded:
-    """Tokens written at their first byte -> padded ``ids [B, L]`` and ``lengths [B]``."""
-    device = token_at_byte.device
-    positions = (token_at_byte >= 0).nonzero().squeeze(1)
-    ids = token_at_byte[positions]
-    text_ends = torch.cumsum(text_bytes, 0)
-    text_of_token = torch.searchsorted(text_ends, positions, right=True)
-    lengths = torch.bincount(text_of_token, minlength=text_bytes.numel())
-    width = int(lengths.max()) if lengths.numel() else 0
-    padded = torch.full((text_bytes.numel(), width), pad_id, dtype=torch.int64, device=device)
-    column = (
-        torch.arange(ids.numel(), device=device)
-        - (torch.cumsum(lengths, 0) - lengths)[text_of_token]
-    )
-    padded[text_of_token, column] = ids
-    return Padded(padded, lengths)
+def _check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return text
+
+
+def _as_bytes(value: object, name: str) -> bytes:
+    if isinstance(value, str):
+        return value.encode("utf-8", errors="surrogatepass")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{name} must be str or bytes, got {type(value).__name__}")

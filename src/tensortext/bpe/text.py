@@ -7,13 +7,26 @@ per-character Python loop.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Collection, Sequence
 from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING, Literal
 
 import torch
 
+if TYPE_CHECKING:
+    from tensortext.bpe.vocab import TextOptions, Vocab
+
+AllowedSpecial = Literal["all"] | AbstractSet[str]
+DisallowedSpecial = Literal["all"] | Collection[str]
+
 __all__ = [
+    "AllowedSpecial",
+    "DisallowedSpecial",
+    "allowed_set",
+    "check_disallowed",
     "check_texts",
+    "prepare_segments",
     "special_regex",
     "split_segments",
     "to_codepoints",
@@ -82,3 +95,68 @@ def to_utf8(text: str) -> torch.Tensor:
     if not text:
         return torch.zeros(0, dtype=torch.uint8)
     return torch.frombuffer(bytearray(text.encode("utf-8")), dtype=torch.uint8)
+
+
+def allowed_set(vocab: Vocab, allowed_special: AllowedSpecial) -> frozenset[str]:
+    """The allowed special tokens (names that are no special token are ignored, as in
+    tiktoken)."""
+    if allowed_special == "all":
+        return frozenset(vocab.special_tokens)
+    if isinstance(allowed_special, str) or not isinstance(allowed_special, Collection):
+        raise TypeError("allowed_special must be 'all' or a set of special-token strings")
+    return frozenset(allowed_special) & frozenset(vocab.special_tokens)
+
+
+def check_disallowed(
+    vocab: Vocab, texts: list[str], allowed: frozenset[str], disallowed_special: DisallowedSpecial
+) -> None:
+    """Raise ``ValueError`` for the first disallowed special token in ``texts``, naming the
+    keyword that would allow it or encode it as text."""
+    if disallowed_special == "all":
+        disallowed = frozenset(vocab.special_tokens) - allowed
+    elif isinstance(disallowed_special, str) or not isinstance(disallowed_special, Collection):
+        raise TypeError("disallowed_special must be 'all' or a collection of strings")
+    else:
+        disallowed = frozenset(disallowed_special)
+    if not disallowed:
+        return
+    finder = special_regex(disallowed)
+    if finder.search("\0".join(texts)) is None:  # one C-speed scan of the whole batch
+        return
+    for text in texts:
+        match = finder.search(text)
+        if match:
+            token = match.group()
+            raise ValueError(
+                f"text contains the special token {token!r}, which is disallowed. "
+                f"To encode it as the special token, pass allowed_special={{{token!r}}} "
+                "(or allowed_special='all'); to encode it as ordinary text, pass "
+                f"disallowed_special=(enc.special_tokens_set - {{{token!r}}}), or "
+                "disallowed_special=() to turn the check off for every special token."
+            )
+
+
+def prepare_segments(
+    vocab: Vocab, texts: list[str], allowed: frozenset[str]
+) -> tuple[list[str], list[int], list[int]]:
+    """The texts cut at allowed special tokens (:func:`split_segments`), with the tokenizer's
+    text options (normalizer, ``add_prefix_space``) applied to the ordinary segments."""
+    segments, special, owner = split_segments(
+        without_surrogates(texts), allowed, vocab.special_tokens
+    )
+    options = vocab.options
+    if options.normalizer or options.add_prefix_space:
+        segments = [
+            _prepare(segment, options) if token < 0 else segment
+            for segment, token in zip(segments, special, strict=True)
+        ]
+    return segments, special, owner
+
+
+def _prepare(segment: str, options: TextOptions) -> str:
+    """A Hugging Face tokenizer's normalizer and ``add_prefix_space`` on one ordinary segment."""
+    if options.normalizer is not None:
+        segment = unicodedata.normalize(options.normalizer, segment)
+    if options.add_prefix_space and segment and not segment.startswith(" "):
+        segment = " " + segment
+    return segment

@@ -19,6 +19,7 @@ __all__ = [
     "MARK",
     "NUMBER",
     "OTHER_LETTER",
+    "PUNCT_SYMBOL",
     "SPACE",
     "TABLE_PATH",
     "UPPER",
@@ -37,8 +38,11 @@ FLAG_PATTERNS = (
     r"\p{Ll}",  # LOWER: o200k's lower-case-only letters
     r"[\p{Lm}\p{Lo}]",  # OTHER_LETTER: in both of o200k's letter sets
     r"\p{M}",  # MARK: in both of o200k's letter sets, but not \p{L}
+    r"[\p{P}\p{S}]",  # PUNCT_SYMBOL: DeepSeek-V3's punctuation runs
 )
-LETTER, NUMBER, SPACE, UPPER, LOWER, OTHER_LETTER, MARK = (1 << bit for bit in range(7))
+LETTER, NUMBER, SPACE, UPPER, LOWER, OTHER_LETTER, MARK, PUNCT_SYMBOL = (
+    1 << bit for bit in range(8)
+)
 
 
 @lru_cache(maxsize=1)

@@ -1,4 +1,4 @@
-"""Vocabulary files: tiktoken's format (plain or gzip), Hugging Face ``tokenizer.json``, sha256.
+"""Vocabulary files: tiktoken's format (plain or gzip), sha256; HF files in :mod:`.hf_json`.
 
 A vocabulary becomes :class:`Vocab`: every token's bytes, its rank, and the pair table that the
 merges look up (``(left, right) -> (rank, merged)``).
@@ -10,17 +10,39 @@ import base64
 import binascii
 import gzip
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
 from tensortext.bpe.merge import MergeTables, hash_powers, piece_keys
 from tensortext.bpe.pretokenize import PatternKind, pattern_kind
 
-__all__ = ["Vocab", "bytes_to_unicode", "read_hf_json", "read_tiktoken_file", "sha256_of"]
+__all__ = [
+    "TextOptions",
+    "Vocab",
+    "bytes_to_unicode",
+    "read_hf_json",
+    "read_tiktoken_file",
+    "sha256_of",
+]
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """What a Hugging Face tokenizer does around the BPE (all off for tiktoken's encodings).
+
+    ``normalizer`` is applied to every text first; ``add_prefix_space`` puts a space before each
+    ordinary segment (the text between special tokens) that does not start with one; ``prefix_ids``
+    and ``suffix_ids`` are the post-processor's tokens around one sequence, added only when the
+    caller asks for them (``add_special_tokens=True``, as in HF).
+    """
+
+    normalizer: Literal["NFC", "NFKC", "NFD", "NFKD"] | None = None
+    add_prefix_space: bool = False
+    prefix_ids: tuple[int, ...] = ()
+    suffix_ids: tuple[int, ...] = ()
 
 
 @dataclass
@@ -38,7 +60,12 @@ class Vocab:
     pairs: dict[tuple[int, int], tuple[int, int]]
     special_tokens: dict[str, int]
     whole_piece_lookup: bool = True
+    options: TextOptions = TextOptions()
     _tables: dict[str, MergeTables] = field(default_factory=dict, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the cached device tables (rebuilt on first use)."""
+        return {**self.__dict__, "_tables": {}}
 
     @property
     def n_vocab(self) -> int:
@@ -110,15 +137,28 @@ class Vocab:
         kind = pattern_kind(pat_str)
         _require_every_byte(mergeable_ranks, f"{name}: mergeable_ranks")
         size = max([*mergeable_ranks.values(), *special_tokens.values()]) + 1
-        if explicit_n_vocab is not None and explicit_n_vocab != size:
-            raise ValueError(f"{name}: explicit_n_vocab={explicit_n_vocab} but the IDs need {size}")
+        count = len(mergeable_ranks) + len(special_tokens)
+        if explicit_n_vocab is not None and not explicit_n_vocab == size == count:
+            raise ValueError(
+                f"{name}: explicit_n_vocab={explicit_n_vocab}, but the IDs need {size} and there "
+                f"are {count} tokens ({len(mergeable_ranks)} mergeable + {len(special_tokens)} "
+                "special); all three must agree"
+            )
         tokens: list[bytes | None] = [None] * size
         for token, rank in mergeable_ranks.items():
             tokens[rank] = token
+        ordinary_ids = set(mergeable_ranks.values())
         for text, token_id in special_tokens.items():
-            if tokens[token_id] is not None:
-                raise ValueError(f"{name}: special token {text!r} reuses ID {token_id}")
-            tokens[token_id] = text.encode("utf-8")
+            if token_id < 0:
+                raise ValueError(f"{name}: special token {text!r} has a negative ID {token_id}")
+            if token_id in ordinary_ids:
+                raise ValueError(
+                    f"{name}: special token {text!r} reuses ID {token_id} of a mergeable token"
+                )
+            # Special tokens may share an ID (o200k_harmony's <|endofprompt|> and
+            # <|reserved_200018|>); decoding gives the first one's text.
+            if tokens[token_id] is None:
+                tokens[token_id] = text.encode("utf-8")
         pairs: dict[tuple[int, int], tuple[int, int]] = {}
         get = mergeable_ranks.get
         for token, rank in mergeable_ranks.items():
@@ -206,133 +246,6 @@ def _locate_error(path: Path, data: bytes) -> None:
         seen_ranks.add(rank)
 
 
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's byte-to-character map that byte-level BPE ``tokenizer.json`` files are written in."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAC + 1), *range(0xAE, 0xFF + 1)]
-    mapping = {b: chr(b) for b in printable}
-    extra = 0
-    for b in range(256):
-        if b not in mapping:
-            mapping[b] = chr(256 + extra)
-            extra += 1
-    return mapping
-
-
-def _pattern_of(pre_tokenizer: dict[str, object] | None, path: Path) -> str:
-    """The split regex of a byte-level pre-tokenizer (GPT-2 ``ByteLevel`` or ``Split`` + it)."""
-    if pre_tokenizer is None:
-        raise ValueError(f"{path}: pre_tokenizer is null; tensortext needs a byte-level one")
-    kind = pre_tokenizer.get("type")
-    if kind == "ByteLevel":
-        if pre_tokenizer.get("add_prefix_space"):
-            raise ValueError(f"{path}: ByteLevel add_prefix_space=true is not supported")
-        if not pre_tokenizer.get("use_regex", True):
-            return "bytes"
-        from tensortext.bpe.pretokenize import GPT2_PATTERN
-
-        return GPT2_PATTERN
-    if kind == "Sequence":
-        steps = pre_tokenizer.get("pretokenizers")
-        if (
-            isinstance(steps, list)
-            and len(steps) == 2
-            and steps[0].get("type") == "Split"
-            and steps[0].get("behavior") == "Isolated"
-            and not steps[0].get("invert")
-            and steps[1].get("type") == "ByteLevel"
-            and not steps[1].get("use_regex", True)
-            and not steps[1].get("add_prefix_space")
-        ):
-            pattern = steps[0].get("pattern", {})
-            if isinstance(pattern, dict) and "Regex" in pattern:
-                return str(pattern["Regex"])
-    raise ValueError(
-        f"{path}: unsupported pre_tokenizer {json.dumps(pre_tokenizer)[:120]}; tensortext reads "
-        "ByteLevel, or Sequence[Split(Regex, Isolated), ByteLevel(use_regex=false)]"
-    )
-
-
-def read_hf_json(path: str | Path) -> Vocab:
-    """A Hugging Face ``tokenizer.json`` whose model is byte-level BPE.
-
-    Merge ranks are the order of ``model.merges``; added tokens become special tokens.
-    Raises ``ValueError`` naming the file (and the setting) for anything else.
-    """
-    path = Path(path)
-    try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{path}: not a JSON tokenizer file ({error})") from None
-    model = _supported_model(spec, path)
-    pat_str = _pattern_of(spec.get("pre_tokenizer"), path)
-    try:
-        kind = pattern_kind(pat_str, engine="hf")
-    except ValueError as error:
-        raise ValueError(f"{path}: pre_tokenizer: {error}") from None
-    char_to_byte = {char: byte for byte, char in bytes_to_unicode().items()}
-
-    def to_bytes(text: str) -> bytes:
-        try:
-            return bytes(char_to_byte[char] for char in text)
-        except KeyError as error:
-            raise ValueError(
-                f"{path}: token {text!r} is not byte-level BPE (char {error})"
-            ) from None
-
-    vocab: dict[str, int] = model.get("vocab") or {}
-    size = max([*vocab.values(), *(t["id"] for t in spec.get("added_tokens") or [])]) + 1
-    tokens: list[bytes | None] = [None] * size
-    mergeable: dict[bytes, int] = {}
-    for text, token_id in vocab.items():
-        tokens[token_id] = to_bytes(text)
-        mergeable[tokens[token_id]] = token_id  # type: ignore[index]
-    pairs = _merge_pairs(model.get("merges") or [], vocab, path)
-    special: dict[str, int] = {}
-    for added in spec.get("added_tokens") or []:
-        special[added["content"]] = added["id"]
-        if tokens[added["id"]] is None:
-            tokens[added["id"]] = added["content"].encode("utf-8")
-    _require_every_byte(mergeable, f"{path}: the vocabulary")
-    return Vocab(
-        name=path.stem,
-        kind=kind,
-        tokens=tokens,
-        mergeable=mergeable,
-        pairs=pairs,
-        special_tokens=special,
-        whole_piece_lookup=bool(model.get("ignore_merges", False)),
-    )
-
-
-def _supported_model(spec: dict[str, Any], path: Path) -> dict[str, Any]:
-    """``spec["model"]`` if it is a byte-level BPE this encoder reproduces; else a ValueError."""
-    model: dict[str, Any] = spec.get("model") or {}
-    if model.get("type") != "BPE":
-        raise ValueError(f"{path}: model.type is {model.get('type')!r}; only 'BPE' is supported")
-    for setting in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(setting):
-            raise ValueError(f"{path}: model.{setting}={model[setting]!r} is not supported")
-    if model.get("byte_fallback"):
-        raise ValueError(f"{path}: model.byte_fallback=true (SentencePiece-style) is not supported")
-    if spec.get("normalizer") is not None:
-        raise ValueError(f"{path}: a normalizer is set; tensortext supports normalizer=null only")
-    return model
-
-
-def _merge_pairs(
-    merges: list[Any], vocab: dict[str, int], path: Path
-) -> dict[tuple[int, int], tuple[int, int]]:
-    """``(left, right) -> (rank, merged)`` from HF's merge list (rank = position; first wins)."""
-    pairs: dict[tuple[int, int], tuple[int, int]] = {}
-    for rank, merge in enumerate(merges):
-        parts = merge.split(" ") if isinstance(merge, str) else list(merge)
-        if (
-            len(parts) != 2
-            or any(part not in vocab for part in parts)
-            or "".join(parts) not in vocab
-        ):
-            raise ValueError(f"{path}: merge {rank} {merge!r} is not two vocabulary tokens")
-        key = (vocab[parts[0]], vocab[parts[1]])
-        if key not in pairs:
-            pairs[key] = (rank, vocab["".join(parts)])
-    return pairs
+# Re-exported for the callers that import them from here (defined in hf_json, which imports
+# this module: by the time it runs, everything above exists).
+from tensortext.bpe.hf_json import bytes_to_unicode, read_hf_json  # noqa: E402

@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-e",
         "--encoding",
         metavar="ENCODING",
-        help="lines are text, tokenized with a BPE encoding (cl100k_base, o200k_base, or a "
+        help="lines are text, tokenized with a BPE encoding (a name such as cl100k_base, or a "
         "tokenizer.json path); special-token text is scored as ordinary text",
     )
     parser.set_defaults(tokenize="ids")
@@ -156,7 +156,7 @@ def _read_segments(
         encoding = load_encoding(args.encoding)
 
         def encode(lines: list[str]) -> list[list[int]]:
-            rows: list[list[int]] = encoding.encode_batch(
+            rows: list[list[int]] = encoding.encode_batch_to_tensor(
                 lines, device=device, disallowed_special=()
             ).tolist()
             return rows

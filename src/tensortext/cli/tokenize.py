@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoding",
         required=True,
         metavar="ENCODING",
-        help="cl100k_base, o200k_base, or a tokenizer.json path",
+        help="an encoding name (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base, "
+        "o200k_harmony), a tokenizer.json path or a directory holding one",
     )
     parser.add_argument("-i", "--input", help="input file (default: standard input)")
     parser.add_argument("-o", "--output", help="output file (default: standard output)")
@@ -97,8 +98,14 @@ def _encode_lines(
     encoding: Any, lines: list[str], args: argparse.Namespace, device: Any
 ) -> list[list[int]]:
     allowed: Any = "all" if args.allowed_special == ["all"] else set(args.allowed_special)
+    unknown = set() if allowed == "all" else allowed - encoding.special_tokens_set
+    if unknown:
+        raise CliError(
+            f"--allowed-special {sorted(unknown)[0]!r} is no special token of {encoding.name}; "
+            f"it has {sorted(encoding.special_tokens_set)[:8]}"
+        )
     try:
-        padded = encoding.encode_batch(
+        padded = encoding.encode_batch_to_tensor(
             lines,
             device=device,
             allowed_special=allowed,

@@ -1,0 +1,215 @@
+"""The batched encoder: split, look up and merge every text of a batch together, on any device.
+
+:func:`encode_flat` turns prepared segments (the texts cut at special tokens) into the token IDs of
+every text, concatenated (``tokens [T]``) with one length per text (``lengths [B]``);
+:func:`pad_flat` pads that into :class:`~tensortext.padded.Padded` ``[B, L]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Literal
+
+import torch
+
+from tensortext.bpe.merge import (
+    MergeTables,
+    lookup_pieces,
+    merge_pieces,
+    merge_serial,
+    merge_tokens,
+)
+from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton, triton_usable
+from tensortext.bpe.pretokenize import PatternKind, piece_starts
+from tensortext.bpe.text import to_codepoints, to_utf8
+from tensortext.bpe.vocab import Vocab
+from tensortext.padded import Padded
+
+__all__ = ["MAX_PASSES", "MergeBackend", "Segments", "encode_flat", "pad_flat", "piece_texts"]
+
+MergeBackend = Literal["auto", "torch", "triton"]
+# Parallel passes before a piece goes on with the sequential heap: a pass per distinct rank
+# merged is cheap for words (a few passes) but not for a long run of random CJK (thousands).
+MAX_PASSES = 64
+
+# (segment texts, special-token ID of each segment or -1, index of the text each belongs to)
+Segments = tuple[list[str], list[int], list[int]]
+
+
+def encode_flat(
+    vocab: Vocab,
+    segments: Segments,
+    n_texts: int,
+    device: torch.device,
+    kind: PatternKind,
+    merge_backend: MergeBackend = "auto",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tokens of ``n_texts`` texts given as segments: ``(tokens [T], lengths [B])`` int64.
+
+    An ordinary segment is split with the ``kind`` rules; a special one is its token.
+    """
+    texts, special_list, owner_list = segments
+    joined = "".join(texts)
+    codepoints = to_codepoints(joined).to(device)
+    data = to_utf8(joined).to(device)
+    segment_lens = torch.tensor([len(seg) for seg in texts], dtype=torch.int64).to(device)
+    segment_special = torch.tensor(special_list, dtype=torch.int64).to(device)
+    text_of_segment = torch.tensor(owner_list, dtype=torch.int64).to(device)
+    n = codepoints.numel()
+    segment_of_cp = torch.repeat_interleave(
+        torch.arange(segment_lens.numel(), device=device), segment_lens, output_size=n
+    )
+    starts_mask = piece_starts(codepoints, segment_lens, kind)
+    # A special token's segment is one piece, whatever the regex says.
+    special_of_cp = segment_special[segment_of_cp]
+    segment_first = torch.zeros_like(starts_mask)
+    segment_first[(torch.cumsum(segment_lens, 0) - segment_lens)[segment_lens > 0]] = True
+    starts_mask = torch.where(special_of_cp >= 0, segment_first, starts_mask)
+    cp_bytes = (
+        1
+        + (codepoints >= 0x80).long()
+        + (codepoints >= 0x800).long()
+        + (codepoints >= 0x10000).long()
+    )
+    byte_start = torch.cumsum(cp_bytes, 0) - cp_bytes  # [n]
+    piece_cp = starts_mask.nonzero().squeeze(1)
+    piece_start = byte_start[piece_cp]
+    piece_len = torch.diff(piece_start, append=piece_start.new_tensor([data.numel()]))
+    out = torch.full((data.numel() + 1,), -1, dtype=torch.int64, device=device)
+    special_of_piece = special_of_cp[piece_cp]
+    ordinary = special_of_piece < 0
+    out[piece_start[~ordinary]] = special_of_piece[~ordinary]
+    # Whole-piece lookups, then merges for the rest.
+    piece_start, piece_len = piece_start[ordinary], piece_len[ordinary]
+    tables = vocab.tables(device)
+    whole = lookup_pieces(data, piece_start, piece_len, tables)
+    hit = whole >= 0
+    out[piece_start[hit]] = whole[hit]
+    rest_start, rest_len = piece_start[~hit], piece_len[~hit]
+    irregular, unfinished = _merge(data, rest_start, rest_len, tables, out, merge_backend)
+    if bool((irregular | unfinished).any()):  # rare: one sync, then host work
+        _merge_serially(vocab, data, rest_start, rest_len, irregular, unfinished, out)
+    segment_bytes = torch.zeros(segment_lens.numel(), dtype=torch.int64, device=device)
+    segment_bytes.index_add_(0, segment_of_cp, cp_bytes)
+    text_bytes = torch.zeros(n_texts, dtype=torch.int64, device=device)
+    text_bytes.index_add_(0, text_of_segment, segment_bytes)
+    return _collect(out[:-1], text_bytes)
+
+
+def piece_texts(text: str, kind: PatternKind) -> list[str]:
+    """The pieces the ``kind`` rules cut one ordinary segment into (on the CPU)."""
+    if not text:
+        return []
+    starts = piece_starts(to_codepoints(text), torch.tensor([len(text)]), kind)
+    bounds = [*starts.nonzero().squeeze(1).tolist(), len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+def _merge_serially(
+    vocab: Vocab,
+    data: torch.Tensor,
+    starts: torch.Tensor,
+    lens: torch.Tensor,
+    irregular: torch.Tensor,
+    unfinished: torch.Tensor,
+    out: torch.Tensor,
+) -> None:
+    """The sequential merges, on the host: irregular pieces from their bytes, unfinished ones
+    from the tokens the passes left in ``out``."""
+    host = bytes(data.cpu().numpy()) if data.numel() else b""
+    byte_ids = vocab.tables(torch.device("cpu")).byte_ids.tolist()
+    pairs, tokens = vocab.pairs, vocab.tokens
+    positions: list[int] = []
+    values: list[int] = []
+    for start, length in zip(starts[irregular].tolist(), lens[irregular].tolist(), strict=True):
+        for token in merge_serial(host[start : start + length], byte_ids, pairs):
+            positions.append(start)
+            values.append(token)
+            start += len(tokens[token] or b"")
+    for start, length in zip(starts[unfinished].tolist(), lens[unfinished].tolist(), strict=True):
+        span = out[start : start + length]
+        offsets = (span >= 0).nonzero().squeeze(1).tolist()
+        merged = span[offsets].tolist()
+        span.fill_(-1)
+        for index, token in merge_tokens(merged, pairs):
+            positions.append(start + offsets[index])
+            values.append(token)
+    if positions:
+        out[torch.tensor(positions, device=out.device)] = torch.tensor(values, device=out.device)
+
+
+def _merge(
+    data: torch.Tensor,
+    starts: torch.Tensor,
+    lens: torch.Tensor,
+    tables: MergeTables,
+    out: torch.Tensor,
+    backend: MergeBackend,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Merge with the chosen backend; returns the ``[P]`` bool masks of the pieces the
+    sequential merges must do (irregular) or finish (unfinished after ``MAX_PASSES``)."""
+    use_triton = backend == "triton" or (
+        backend == "auto" and data.device.type == "cuda" and triton_usable(data.device)
+    )
+    unfinished = torch.zeros(starts.numel(), dtype=torch.bool, device=data.device)
+    if not use_triton:
+        irregular = merge_pieces(
+            data, starts, lens, tables, out, max_passes=MAX_PASSES, unfinished=unfinished
+        )
+        return irregular, unfinished
+    short = lens <= MAX_PIECE_BYTES  # at most MAX_PIECE_BYTES - 1 passes: never unfinished
+    irregular = torch.zeros_like(short)
+    irregular[short] = merge_pieces_triton(data, starts[short], lens[short], tables, out)
+    long_unfinished = torch.zeros(int((~short).sum()), dtype=torch.bool, device=data.device)
+    irregular[~short] = merge_pieces(
+        data,
+        starts[~short],
+        lens[~short],
+        tables,
+        out,
+        max_passes=MAX_PASSES,
+        unfinished=long_unfinished,
+    )
+    unfinished[~short] = long_unfinished
+    return irregular, unfinished
+
+
+def _collect(
+    token_at_byte: torch.Tensor, text_bytes: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tokens written at their first byte -> ``(tokens [T], lengths [B])``."""
+    positions = (token_at_byte >= 0).nonzero().squeeze(1)
+    text_ends = torch.cumsum(text_bytes, 0)
+    text_of_token = torch.searchsorted(text_ends, positions, right=True)
+    lengths = torch.bincount(text_of_token, minlength=text_bytes.numel())
+    return token_at_byte[positions], lengths
+
+
+def pad_flat(
+    tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    pad_id: int,
+    prefix: tuple[int, ...] = (),
+    suffix: tuple[int, ...] = (),
+) -> Padded:
+    """``tokens [T]`` of ``B`` rows (``lengths [B]``) -> ``Padded(ids [B, L], lengths [B])``,
+    with ``prefix`` and ``suffix`` IDs around each row."""
+    device = tokens.device
+    extra = len(prefix) + len(suffix)
+    rows = lengths.numel()
+    row_of = torch.repeat_interleave(
+        torch.arange(rows, device=device), lengths, output_size=tokens.numel()
+    )
+    column = (
+        torch.arange(tokens.numel(), device=device) - (torch.cumsum(lengths, 0) - lengths)[row_of]
+    )
+    out_lengths = lengths + extra
+    width = int(out_lengths.max()) if rows else 0
+    padded = torch.full((rows, width), pad_id, dtype=torch.int64, device=device)
+    padded[row_of, column + len(prefix)] = tokens
+    if prefix:
+        padded[:, : len(prefix)] = torch.tensor(prefix, dtype=torch.int64, device=device)
+    if suffix:
+        at = lengths[:, None] + len(prefix) + torch.arange(len(suffix), device=device)
+        padded.scatter_(1, at, torch.tensor(suffix, device=device).expand(rows, -1).contiguous())
+    return Padded(padded, out_lengths)

@@ -265,6 +265,30 @@ def test_translate_with_the_bundled_decoder(translator: BundledTranslator) -> No
     ]
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_beams": 30000}, "num_beams"),
+        ({"num_beams": 4, "num_return_sequences": 5}, "num_return_sequences"),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+    ],
+)
+def test_translate_checks_settings_before_prepare_allocates(
+    translator: BundledTranslator,
+    monkeypatch: pytest.MonkeyPatch,
+    options: dict[str, int],
+    message: str,
+) -> None:
+    """Issue 16 item 13: -k 30000 was checked against the vocabulary (115) only after
+    prepare() had allocated B*K rows of KV cache (4.7 GB at 20000)."""
+    calls: list[int] = []
+    monkeypatch.setattr(translator, "prepare", lambda *args: calls.append(1))
+    src = translator.tokenize_source(["4 0 7"])
+    with pytest.raises(ValueError, match=message):
+        translate(translator, src.ids, src.lengths, **options)
+    assert calls == []
+
+
 # --------------------------------------------------------------------------------------------
 # It is a trained model
 # --------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from torch import Tensor
 from tensortext._checks import check_int, check_integer_tensor, check_shape
 from tensortext.decode.beam import BeamOutput, EarlyStopping, ScoreBias, beam_search
 from tensortext.decode.decoder import Decoder
+from tensortext.decode.settings import check_settings
 from tensortext.padded import PAD_ID
 
 __all__ = ["BiasFactory", "length_batches", "translate"]
@@ -122,6 +123,23 @@ def translate(
     check_shape("src_ids", src_ids, [None, None], "[N, S]")
     check_integer_tensor("lengths", lengths, shape="[N]")
     check_shape("lengths", lengths, [src_ids.shape[0]], f"[N] = [{src_ids.shape[0]}]")
+    # Every setting against the decoder's vocabulary before prepare() allocates anything (a KV
+    # cache of B*K rows for num_beams=30000 is gigabytes); a callable max_new_tokens is checked
+    # per batch by beam_search.
+    check_settings(
+        batch_size=1,
+        num_beams=num_beams,
+        eos_id=decoder.eos_id,
+        max_new_tokens=max(1, min_new_tokens) if callable(max_new_tokens) else max_new_tokens,
+        min_new_tokens=min_new_tokens,
+        length_penalty=length_penalty,
+        early_stopping=early_stopping,
+        finished=finished,
+        prune_threshold=prune_threshold,
+        num_return_sequences=num_return_sequences,
+        pad_id=None,
+        vocab_size=decoder.vocab_size,
+    )
     device = src_ids.device
     results: list[tuple[Tensor, BeamOutput]] = []
     finished_count = 0

@@ -9,7 +9,7 @@ section 4.5: 24,000 vs 17,000 words per minute at 7 sentences per batch). Any
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from torch import Tensor
@@ -123,23 +123,10 @@ def translate(
     check_shape("src_ids", src_ids, [None, None], "[N, S]")
     check_integer_tensor("lengths", lengths, shape="[N]")
     check_shape("lengths", lengths, [src_ids.shape[0]], f"[N] = [{src_ids.shape[0]}]")
-    # Every setting against the decoder's vocabulary before prepare() allocates anything (a KV
-    # cache of B*K rows for num_beams=30000 is gigabytes); a callable max_new_tokens is checked
-    # per batch by beam_search.
-    check_settings(
-        batch_size=1,
-        num_beams=num_beams,
-        eos_id=decoder.eos_id,
-        max_new_tokens=max(1, min_new_tokens) if callable(max_new_tokens) else max_new_tokens,
-        min_new_tokens=min_new_tokens,
-        length_penalty=length_penalty,
-        early_stopping=early_stopping,
-        finished=finished,
-        prune_threshold=prune_threshold,
-        num_return_sequences=num_return_sequences,
-        pad_id=None,
-        vocab_size=decoder.vocab_size,
-    )
+    _check_before_prepare(decoder, max_new_tokens, num_beams=num_beams,
+        min_new_tokens=min_new_tokens, length_penalty=length_penalty, finished=finished,
+        early_stopping=early_stopping, prune_threshold=prune_threshold,
+        num_return_sequences=num_return_sequences)  # fmt: skip
     device = src_ids.device
     results: list[tuple[Tensor, BeamOutput]] = []
     finished_count = 0
@@ -173,6 +160,24 @@ def translate(
         if progress is not None:
             progress(finished_count)
     return _in_input_order(results, src_ids.shape[0], num_return_sequences, decoder, device)
+
+
+def _check_before_prepare(
+    decoder: Decoder, max_new_tokens: int | Callable[[int], int], **settings: Any
+) -> None:
+    """Every setting against the decoder's vocabulary before ``prepare()`` allocates anything (a
+    KV cache of ``B*K`` rows for ``num_beams=30000`` is gigabytes). A callable ``max_new_tokens``
+    is checked per batch, by ``beam_search``."""
+    check_settings(
+        batch_size=1,
+        eos_id=decoder.eos_id,
+        max_new_tokens=(
+            max(1, settings["min_new_tokens"]) if callable(max_new_tokens) else max_new_tokens
+        ),
+        pad_id=None,
+        vocab_size=decoder.vocab_size,
+        **settings,
+    )
 
 
 def _in_input_order(

@@ -25,21 +25,22 @@ from oracles.bleu import (
     assert_scores_close,
     assert_stats_equal,
     pack_hyps,
+    pack_refs,
     ref_corpus,
     ref_from_stats,
     ref_sentence,
     ref_stats,
 )
-
-# Absent reference slots as MISSING_REF (the shared helpers give them length 0).
-from ref_slots import cases, dense_cases, encodings, pack_refs
 from strategies import (
     MAX_EXAMPLES,
     SETTINGS,
     Case,
     any_options,
+    cases,
+    dense_cases,
     devices,
     dtypes,
+    encodings,
     logical_batches,
     nltk_options,
     orders,

@@ -1,7 +1,7 @@
 """Named edge cases for tensortext's BLEU, each checked against sacrebleu and NLTK.
 
 Every table entry is a small logical batch; it is packed into tensors with explicit lengths
-(junk token 7 past every length, absent reference slots of length 0) and scored under every
+(junk token 7 past every length, absent reference slots of length -1) and scored under every
 smoothing method of both compat modes, sentence and corpus, float32 and float64.
 """
 
@@ -22,6 +22,7 @@ from oracles.bleu import (
     nltk_corpus,
     nltk_sentence,
     pack_hyps,
+    pack_refs,
     pad_with_id,
     present_refs,
     ref_corpus,
@@ -30,9 +31,6 @@ from oracles.bleu import (
     sacrebleu_corpus,
     sacrebleu_sentence,
 )
-
-# Absent reference slots as MISSING_REF (the shared helper gives them length 0).
-from ref_slots import pack_refs
 from strategies import DEVICES
 
 from tensortext import bleu_stats, corpus_bleu, sentence_bleu

@@ -30,6 +30,8 @@ import torch
 from nltk.translate import bleu_score as nltk_bleu
 from sacrebleu.metrics import BLEU as SacreBLEU
 
+from tensortext.padded import MISSING_REF
+
 Hyps = list[list[int]]
 Refs = list[list[list[int]]]
 
@@ -406,9 +408,12 @@ def pack_refs(
     dtype: torch.dtype = torch.int64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-row reference slots -> ``([B, R, width], [B, R])``.  Rows may have different numbers
-    of slots; missing trailing slots and empty slots get length 0 and are filled with ``junk``."""
+    of slots; an empty slot (``[]``, which :func:`present_refs` drops) and a missing trailing slot
+    get length ``MISSING_REF`` (-1, "no reference here") and are filled with ``junk``."""
     r = max([1, *(len(row) for row in slots)]) if num_slots is None else num_slots
-    lens = [[len(row[j]) if j < len(row) else 0 for j in range(r)] for row in slots]
+    lens = [
+        [len(row[j]) if j < len(row) and row[j] else MISSING_REF for j in range(r)] for row in slots
+    ]
     max_len = max([0, *(x for row in lens for x in row)])
     w = max_len if width is None else width
     assert w >= max_len

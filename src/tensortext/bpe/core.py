@@ -13,7 +13,7 @@ import torch
 from tensortext._checks import check_choice, check_int, resolve_device
 from tensortext.bpe import unstable
 from tensortext.bpe.decoding import decode_padded, token_bytes
-from tensortext.bpe.engine import MergeBackend, encode_flat, pad_flat, piece_texts
+from tensortext.bpe.engine import MergeBackend, Segments, encode_flat, pad_flat, piece_texts
 from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.merge import merge_serial
 from tensortext.bpe.merge_triton import triton_usable
@@ -448,8 +448,7 @@ class Encoding:
         return token in self._ordinary_ids
 
     def _byte_pair_encode(self, data: bytes) -> list[int]:
-        byte_ids = self._vocab.tables(torch.device("cpu")).byte_ids.tolist()
-        return merge_serial(data, byte_ids, self._vocab.pairs)
+        return merge_serial(data, self._vocab.byte_ids, self._vocab.pairs)
 
     def _encode_lists(
         self,
@@ -459,12 +458,12 @@ class Encoding:
     ) -> list[list[int]]:
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
+        return self._rows(prepare_segments(self._vocab, texts, allowed), len(texts))
+
+    def _rows(self, segments: Segments, n_texts: int) -> list[list[int]]:
+        """The tokens of each of ``n_texts`` texts given as segments, encoded on the CPU."""
         tokens, lengths = encode_flat(
-            self._vocab,
-            prepare_segments(self._vocab, texts, allowed),
-            len(texts),
-            torch.device("cpu"),
-            self._vocab.kind,
+            self._vocab, segments, n_texts, torch.device("cpu"), self._vocab.kind
         )
         flat, counts = tokens.tolist(), lengths.tolist()
         rows, start = [], 0
@@ -476,9 +475,10 @@ class Encoding:
     def _encode_last_piece(self, text: str, allowed: frozenset[str]) -> tuple[list[int], int]:
         """``encode`` (no disallowed check) and how many tokens its last regex piece gave
         (0 when the text ends with a special token or is empty)."""
-        tokens = self._encode_lists([text], allowed, ())[0]
-        segments, special, _ = prepare_segments(self._vocab, [text], allowed)
-        pieces = piece_texts(segments[-1], self._vocab.kind) if special[-1] < 0 else []
+        segments = prepare_segments(self._vocab, [text], allowed)
+        tokens = self._rows(segments, 1)[0]
+        last, special = segments[0][-1], segments[1][-1]
+        pieces = piece_texts(last, self._vocab.kind) if special < 0 else []
         return tokens, len(self._encode_single_piece(pieces[-1])) if pieces else 0
 
 

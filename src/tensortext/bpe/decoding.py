@@ -82,17 +82,16 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
         raise ValueError(f"lengths must lie in [0, {ids.shape[1]}]")
     valid = torch.arange(ids.shape[1]) < lengths[:, None]
     flat = ids[valid]
-    known = _known(vocab)
-    bad = (flat < 0) | (flat >= len(vocab.tokens))
-    if not bool(bad.any()):
-        bad = ~known[flat]
+    tables = vocab.tables(torch.device("cpu"))
+    in_range = (flat >= 0) & (flat < len(vocab.tokens))
+    safe = flat.where(in_range, 0)
+    token_lens = tables.token_offsets[safe + 1] - tables.token_offsets[safe]
+    bad = ~in_range | (token_lens == 0)  # no token is empty: length 0 is an unused ID
     if bool(bad.any()):
         raise UnknownTokenError(
             f"ids holds {int(flat[bad][0])}, which is not a token of {vocab.name} "
             f"(n_vocab {len(vocab.tokens)})"
         )
-    tables = vocab.tables(torch.device("cpu"))
-    token_lens = tables.token_offsets[flat + 1] - tables.token_offsets[flat]
     token, offset = expand_spans(token_lens)
     data = tables.token_bytes[tables.token_offsets[flat][token] + offset]
     row_bytes = torch.zeros(ids.shape[0], dtype=torch.int64).index_add_(
@@ -101,9 +100,3 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
     blob = bytes(data.numpy())
     bounds = [0, *torch.cumsum(row_bytes, 0).tolist()]
     return [blob[a:b] for a, b in itertools.pairwise(bounds)]
-
-
-def _known(vocab: Vocab) -> torch.Tensor:
-    """``[n_vocab]`` bool: which IDs are tokens (cached on the vocabulary's CPU tables)."""
-    tables = vocab.tables(torch.device("cpu"))
-    return tables.token_offsets[1:] > tables.token_offsets[:-1]

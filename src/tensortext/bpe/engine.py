@@ -117,7 +117,7 @@ def _merge_serially(
     """The sequential merges, on the host: irregular pieces from their bytes, unfinished ones
     from the tokens the passes left in ``out``."""
     host = bytes(data.cpu().numpy()) if data.numel() else b""
-    byte_ids = vocab.tables(torch.device("cpu")).byte_ids.tolist()
+    byte_ids = vocab.byte_ids
     pairs, tokens = vocab.pairs, vocab.tokens
     positions: list[int] = []
     values: list[int] = []

@@ -11,6 +11,7 @@ import binascii
 import gzip
 import hashlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,6 +72,11 @@ class Vocab:
     def n_vocab(self) -> int:
         return len(self.tokens)
 
+    @cached_property
+    def byte_ids(self) -> list[int]:
+        """The token of each single byte ``0..255`` (where every merge starts)."""
+        return [self.mergeable[bytes([byte])] for byte in range(256)]
+
     def tables(self, device: torch.device) -> MergeTables:
         """The merge tables on ``device`` (built once, then cached per device)."""
         key = str(device)
@@ -96,7 +102,7 @@ class Vocab:
             if flat
             else torch.zeros(1, dtype=torch.uint8)
         )
-        byte_ids = torch.tensor([self.mergeable[bytes([b])] for b in range(256)], dtype=torch.int64)
+        byte_ids = torch.tensor(self.byte_ids, dtype=torch.int64)
         max_len = max(len(token) for token in self.mergeable)
         powers = hash_powers(max_len)
         ids = torch.tensor(sorted(self.mergeable.values()), dtype=torch.int64)

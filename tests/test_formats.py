@@ -3,7 +3,7 @@
 * :func:`read_nbest` / :func:`write_nbest`: Moses n-best lists; what is read gives the
   posteriors of the lists (:func:`~oracles.lmbr.brute_posteriors`).
 * :func:`read_ngram_posterior_files`: SGNMT files, by list or ``%d`` pattern.
-* :func:`read_text`, :func:`read_lines`, :func:`read_text_lines` and :func:`atomic_write`.
+* :func:`read_text`, :func:`read_lines` and :func:`atomic_write`.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from tensortext.formats import (
     read_nbest,
     read_ngram_posterior_files,
     read_text,
-    read_text_lines,
     write_nbest,
 )
 from tensortext.lmbr import Evidence, NgramPosteriors, ngram_posteriors
@@ -292,10 +291,11 @@ def test_read_text_from_files_and_stdin(tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes("é\r\nline\u2028two\nlast".encode())
     assert read_text(path) == read_text(str(path)) == "é\r\nline\u2028two\nlast"
-    assert read_lines(path) == ["é", "line", "two", "last"]  # every line boundary
-    assert read_text_lines(path) == ["é\r", "line\u2028two", "last"]  # \n only
-    assert read_text_lines(None, io.StringIO("a\n\nb\n")) == ["a", "", "b"]
-    assert read_text_lines("-", io.StringIO("")) == []
+    assert read_lines(path) == ["é\r", "line\u2028two", "last"]  # \n only
+    assert read_lines(None, io.StringIO("a\n\nb\n")) == ["a", "", "b"]
+    assert read_lines("-", io.StringIO("")) == []
+    separators = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029\r"
+    assert read_lines(None, io.StringIO(f"a{separators}b\nc")) == [f"a{separators}b", "c"]
     # A binary stdin is decoded as UTF-8 too.
     stdin = io.TextIOWrapper(io.BytesIO(b"x\ny\n"), encoding="latin-1")
     assert read_lines(None, stdin) == ["x", "y"]
@@ -308,6 +308,29 @@ def test_read_text_errors_name_the_file_and_line(tmp_path):
         read_text(path)
     with pytest.raises(OSError, match=re.escape(f"cannot read {tmp_path / 'missing'}")):
         read_lines(tmp_path / "missing")
+
+
+def test_read_text_takes_a_codec(tmp_path):
+    path = tmp_path / "latin.txt"
+    path.write_bytes("café\n".encode("latin-1"))
+    assert read_lines(path, encoding="latin-1") == ["café"]
+    with pytest.raises(ValueError, match=re.escape(f"{path}, line 1: invalid UTF-8 (byte 3)")):
+        read_lines(path)
+    with pytest.raises(ValueError, match="'klingon' is not a text encoding"):
+        read_lines(tmp_path / "never-read", encoding="klingon")  # checked before the file
+
+
+@pytest.mark.parametrize("reader", ["nbest", "posteriors"])
+def test_binary_evidence_files_name_the_file(tmp_path, reader):
+    path = tmp_path / "evidence1"
+    path.write_bytes(b"0 ||| 1 2 ||| ||| -1.0\n\x89PNG\xa7\x00\n")
+    with pytest.raises(ValueError, match=re.escape(f"{path}, line 2: invalid UTF-8")):
+        if reader == "nbest":
+            read_nbest(path)
+        else:
+            read_ngram_posterior_files(str(tmp_path / "evidence%d"), num_sentences=1)
+    with pytest.raises(OSError, match=re.escape(f"cannot read {tmp_path / 'missing'}")):
+        read_nbest(tmp_path / "missing")
 
 
 # --------------------------------------------------------------------------------------------

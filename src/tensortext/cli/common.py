@@ -23,7 +23,6 @@ __all__ = [
     "device_from",
     "open_output",
     "read_lines",
-    "read_text_lines",
     "user_errors",
 ]
 
@@ -43,16 +42,10 @@ def user_errors(*types: type[Exception]) -> Iterator[None]:
         raise CliError(str(error)) from None
 
 
-def read_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
-    """Lines of a UTF-8 file (``None`` or ``-``: standard input), without line ends."""
+def read_lines(path: str | None, stdin: TextIO | None = None, encoding: str = "utf-8") -> list[str]:
+    """Lines of a text file (``None`` or ``-``: standard input), split at ``\\n`` only."""
     with user_errors():
-        return formats.read_lines(path, stdin)
-
-
-def read_text_lines(path: str | None, stdin: TextIO | None = None) -> list[str]:
-    """Lines split at ``\\n`` only (text may hold other line separators), without the ``\\n``."""
-    with user_errors():
-        return formats.read_text_lines(path, stdin)
+        return formats.read_lines(path, stdin, encoding)
 
 
 @contextlib.contextmanager

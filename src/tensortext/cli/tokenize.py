@@ -10,7 +10,7 @@ from tensortext.cli.common import (
     add_device_argument,
     device_from,
     open_output,
-    read_text_lines,
+    read_lines,
     user_errors,
 )
 
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -
         raise CliError(f"--batch-lines must be >= 1, got {args.batch_lines}")
     device = device_from(args)
     encoding = load_encoding(args.encoding)
-    lines = read_text_lines(args.input, stdin)
+    lines = read_lines(args.input, stdin)
     name = args.input or "<stdin>"
     with open_output(args.output, stdout) as out:
         for first in range(0, len(lines), args.batch_lines):

@@ -23,6 +23,9 @@ def test_padding_holds_pad_id():
 def test_pad_ragged_empty_batch():
     ids, lengths = pad_ragged([])
     assert ids.shape == (0, 1) and lengths.shape == (0,)
+    # Issue 16 item 17: no sentences used to fail to reshape ("0 elements into [0, 1, -1]").
+    ids, lengths = pad_ragged_refs([])
+    assert ids.shape == (0, 1, 1) and lengths.shape == (0, 1)
 
 
 def test_pad_ragged_refs_variable_slots():

@@ -96,6 +96,8 @@ def pad_ragged_refs(
     Example:
         >>> pad_ragged_refs([[[5, 6], []], [[7]]]).lengths.tolist()
         [[2, 0], [1, -1]]
+        >>> pad_ragged_refs([]).ids.shape  # no sentences
+        torch.Size([0, 1, 1])
     """
     slots = max([len(refs) for refs in references] + [1])
     flat_refs = [
@@ -107,6 +109,6 @@ def pad_ragged_refs(
     ids, lengths = pad_ragged(flat_refs)
     lengths = lengths.masked_fill(~used, MISSING_REF)
     return Padded(
-        ids.view(len(references), slots, -1).to(device),
+        ids.view(len(references), slots, ids.shape[-1]).to(device),
         lengths.view(len(references), slots).to(device),
     )

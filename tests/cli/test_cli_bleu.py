@@ -27,7 +27,9 @@ def test_text_tokens_match_sacrebleu():
     line = run(["bleu", ref, ref2, "-i", hyp, "--tokenize", "none", "-w", "4"])
     lines = [Path(p).read_text(encoding="utf-8").splitlines() for p in (hyp, ref, ref2)]
     expected = SacreBLEU(tokenize="none").corpus_score(lines[0], lines[1:])
-    assert line.startswith("BLEU|nrefs:2|tok:none|smooth:exp|eff:no|compat:sacrebleu|version:")
+    assert line.startswith(
+        "BLEU|nrefs:2|case:mixed|eff:no|tok:none|smooth:exp|compat:sacrebleu|version:"
+    )
     assert f"= {expected.score:.4f} " in line
     assert line.rstrip().endswith(f"hyp_len = {expected.sys_len} ref_len = {expected.ref_len})")
 
@@ -41,12 +43,12 @@ def test_ids_from_stdin_json_and_sentence_level(tmp_path):
             ["bleu", str(ref), "--sentence-level", "-f", "json", "-w", "6"], "1 2 3 4 5\n7 8\n"
         ).splitlines()
     ]
-    expected = [
-        SacreBLEU(tokenize="none").sentence_score(h, [r]).score
+    expected = [  # sacrebleu's -sl: effective order
+        SacreBLEU(tokenize="none", effective_order=True).sentence_score(h, [r]).score
         for h, r in [("1 2 3 4 5", "1 2 3 4 5"), ("7 8", "7 8 9")]
     ]
     assert [r["score"] for r in records] == [round(e, 6) for e in expected]
-    assert records[0]["signature"].startswith("nrefs:1|tok:ids|smooth:exp")
+    assert records[0]["signature"].startswith("nrefs:1|case:mixed|eff:yes|tok:ids|smooth:exp")
     score_only = run(["bleu", str(ref), "-b"], "1 2 3 4 5\n7 8\n")
     assert score_only.strip().replace(".", "").isdigit()
 
@@ -77,7 +79,7 @@ def test_nltk_mode(tmp_path):
 @pytest.mark.parametrize(
     ("hyp", "ref", "message"),
     [
-        ("1 2 x\n", "1 2 3\n", "line 1: 'x' is not an integer token ID; pass --tokenize none"),
+        ("1 2 x\n", "1 2 3\n", "line 1: 'x' is not a token ID (ASCII digits 0-9); pass -tok none"),
         ("1 2\n3\n", "1 2\n", "has 1 lines but the hypotheses have 2"),
         ("1 -2\n", "1 2\n", "non-negative"),
     ],

@@ -33,4 +33,6 @@ def test_python_dash_m_without_arguments_is_a_usage_error():
         [sys.executable, "-m", "tensortext.cli"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 2
-    assert "usage: tensortext" in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr == (
+        "tensortext: error: the following arguments are required: command (see tensortext --help)\n"
+    )

@@ -75,7 +75,7 @@ def test_tokenize_errors(capsys) -> None:
     assert "'<|im_start|>' is no special token of cl100k_base" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         run(["tokenize", "-e", "cl100k_base", "--decode"], "1 2 x\n")
-    assert "not an integer token ID" in capsys.readouterr().err
+    assert "<stdin>, line 1: 'x' is not a token ID (ASCII digits 0-9)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         run(["tokenize", "-e", "cl100k_base", "--decode"], "100256\n")  # a gap in cl100k's IDs
     assert "line 1" in capsys.readouterr().err
@@ -86,7 +86,7 @@ def test_bleu_with_an_encoding_scores_its_token_ids(tmp_path) -> None:
     refs = ["the cat sat on a mat", "日本語のテキスト"]
     ref_file = tmp_path / "ref.txt"
     ref_file.write_text("\n".join(refs) + "\n", encoding="utf-8")
-    line = run(["bleu", str(ref_file), "-e", "cl100k_base", "-w", "4"], "\n".join(hyps) + "\n")
+    line = run(["bleu", str(ref_file), "-tok", "cl100k_base", "-w", "4"], "\n".join(hyps) + "\n")
     encoding = get_encoding("cl100k_base")
 
     def spaced(text: str) -> str:

@@ -2,15 +2,20 @@
 
 Each subcommand module has ``add_arguments(parser)`` and ``run(args, stdout, stdin)``. No library
 module sees argparse; user errors are :class:`~tensortext.cli.common.CliError`.
+
+Exit statuses: 0 done; 2 a user error (one line on stderr: a bad flag, file or input); 1 the
+system refused (disk full, ...); 130 interrupted (Ctrl-C); 141 standard output closed early
+(``tensortext tokenize | head``), quietly, as ``cat`` does. Never a traceback for any of these.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 from tensortext import __version__
 from tensortext.cli.common import CliError
@@ -26,8 +31,15 @@ COMMANDS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="tensortext",
         description="A text pipeline on PyTorch tensors: exact batched BPE, batched beam search "
         "with LMBR, and token-ID BLEU.",
@@ -36,7 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for name, module_name, help_text in COMMANDS:
         module = importlib.import_module(f"tensortext.cli.{module_name}")
-        sub = commands.add_parser(name, help=help_text, description=module.__doc__)
+        sub = commands.add_parser(
+            name,
+            help=help_text,
+            description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         module.add_arguments(sub)
         sub.set_defaults(handler=module.run)
     return parser
@@ -45,14 +62,36 @@ def build_parser() -> argparse.ArgumentParser:
 def main(
     argv: Sequence[str] | None = None, stdout: TextIO | None = None, stdin: TextIO | None = None
 ) -> int:
-    """Runs one subcommand; returns 0, or exits with status 2 and one line for a user error."""
+    """Runs one subcommand and returns 0, or raises ``SystemExit`` with the status of a failure
+    (see the module's docstring)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         args.handler(args, stdout or sys.stdout, stdin)
     except CliError as error:
-        parser.exit(2, f"tensortext: error: {error}\n")
+        _fail(2, f"tensortext: error: {error}")
+    except KeyboardInterrupt:
+        _fail(130, "tensortext: interrupted")
+    except BrokenPipeError:
+        _silence_stdout()
+        raise SystemExit(141) from None
+    except OSError as error:  # not the user's input: the disk, the terminal, ...
+        _fail(1, f"tensortext: error: {error}")
     return 0
+
+
+def _fail(status: int, line: str) -> NoReturn:
+    sys.stderr.write(line + "\n")
+    raise SystemExit(status)
+
+
+def _silence_stdout() -> None:
+    """Points stdout at /dev/null, so the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is no file (a test's StringIO)
+        pass
 
 
 if __name__ == "__main__":

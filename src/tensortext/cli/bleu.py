@@ -4,8 +4,10 @@ per line; sacrebleu's output (0-100, with a signature), or one score per segment
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import math
+import os
 from collections.abc import Sequence
 from typing import Any, TextIO
 
@@ -14,9 +16,11 @@ from torch import Tensor
 
 from tensortext import __version__
 from tensortext.bleu import NLTK_METHODS, SACREBLEU_METHODS, BleuConfig, bleu_from_stats, bleu_stats
+from tensortext.bpe.registry import list_encoding_names
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
+    check_int_flag,
     device_from,
     read_lines,
     user_errors,
@@ -24,38 +28,91 @@ from tensortext.cli.common import (
 from tensortext.cli.tokenize import load_encoding, parse_id_lines
 from tensortext.padded import pad_ragged, pad_ragged_refs
 
-__all__ = ["add_arguments", "config_from", "describe", "run", "signature", "tokens_to_ids"]
+__all__ = [
+    "MAX_NGRAM_ORDER",
+    "MAX_WIDTH",
+    "add_arguments",
+    "config_from",
+    "describe",
+    "format_signature",
+    "run",
+    "signature",
+    "tokens_to_ids",
+]
+
+MAX_WIDTH = 20
+"""The most decimals ``-w`` prints (a float64 holds 17 significant digits)."""
+
+MAX_NGRAM_ORDER = 1000
+"""The highest ``--max-ngram-order``: statistics hold ``2 + 2 * order`` numbers per segment."""
+
+_SACREBLEU_TOKENIZERS = (
+    "zh",
+    "13a",
+    "intl",
+    "char",
+    "ja-mecab",
+    "ko-mecab",
+    "spm",
+    "flores101",
+    "flores200",
+    "spBLEU-1K",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("refs", nargs="+", metavar="REF", help="reference file(s), one per line")
     parser.add_argument("-i", "--input", help="hypothesis file (default: standard input)")
-    tokenize = parser.add_mutually_exclusive_group()
-    tokenize.add_argument(
-        "--ids",
-        dest="tokenize",
-        action="store_const",
-        const="ids",
-        help="lines are space-separated integer token IDs (default)",
-    )
-    tokenize.add_argument(
+    parser.add_argument(
+        "-tok",
         "--tokenize",
-        dest="tokenize",
-        choices=["none"],
-        help="'none': lines are whitespace-separated tokens, mapped to IDs",
+        default="ids",
+        metavar="TOKENIZE",
+        help="what a line is: 'ids' (space-separated integer token IDs; the default), 'none' "
+        "(whitespace-separated tokens, as sacrebleu's -tok none) or text tokenized with a BPE "
+        f"encoding ({', '.join(list_encoding_names())}, a tokenizer.json or its directory)",
     )
-    tokenize.add_argument(
+    parser.add_argument(
+        "--ids", dest="tokenize", action="store_const", const="ids", help="the same as -tok ids"
+    )
+    parser.add_argument(
         "-e",
         "--encoding",
-        metavar="ENCODING",
-        help="lines are text, tokenized with a BPE encoding (a name such as cl100k_base, or a "
-        "tokenizer.json path); special-token text is scored as ordinary text",
+        default="utf-8",
+        help="text encoding of the files, as in sacrebleu (default: utf-8); BPE encodings are "
+        "-tok NAME",
     )
-    parser.set_defaults(tokenize="ids")
-    parser.add_argument("--sentence-level", action="store_true", help="one score per segment")
-    parser.add_argument("-f", "--format", choices=["text", "json"], default="text")
+    parser.add_argument(
+        "-lc",
+        "--lowercase",
+        action="store_true",
+        help="lowercase the text before tokenizing (-tok none or BPE; default: off)",
+    )
+    parser.add_argument(
+        "-sl",
+        "--sentence-level",
+        action="store_true",
+        help="one score per segment; as in sacrebleu, effective order is then on (default: off)",
+    )
+    parser.add_argument(
+        "-f",
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="'json': sacrebleu's JSON record (one compact record per line with -sl) "
+        "(default: text)",
+    )
     parser.add_argument("-b", "--score-only", action="store_true", help="print only the score")
-    parser.add_argument("-w", "--width", type=int, default=1, help="decimals to print (default 1)")
+    parser.add_argument(
+        "-sh", "--short", action="store_true", help="the short signature (#:1|c:mixed|...)"
+    )
+    parser.add_argument(
+        "-w",
+        "--width",
+        type=int,
+        default=1,
+        help=f"decimals of the scores, 0 to {MAX_WIDTH} (default: 1)",
+    )
     _add_scoring_arguments(parser)
     add_device_argument(parser)
 
@@ -63,24 +120,53 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of :class:`~tensortext.bleu.BleuConfig`'s options (defaults are its own)."""
     defaults = BleuConfig()
-    parser.add_argument("--compat", choices=["sacrebleu", "nltk"], default=defaults.compat)
+    parser.add_argument(
+        "--compat",
+        choices=["sacrebleu", "nltk"],
+        default=defaults.compat,
+        help="whose BLEU to match exactly (default: sacrebleu)",
+    )
     parser.add_argument(
         "-s",
         "--smooth-method",
         default=defaults.smooth_method,
         choices=[*SACREBLEU_METHODS, *NLTK_METHODS],
-        help="sacrebleu's none/floor/add-k/exp, or NLTK's method0..method7 with --compat nltk",
+        help="sacrebleu's none/floor/add-k/exp, or NLTK's method0..method7 with --compat nltk "
+        f"(default: {defaults.smooth_method})",
     )
-    parser.add_argument("--smooth-value", type=float, default=defaults.smooth_value)
-    parser.add_argument("--effective-order", action="store_true")
-    parser.add_argument("--max-ngram-order", type=int, default=defaults.max_ngram_order)
-    parser.add_argument("--weights", type=float, nargs="+", help="NLTK weights (--compat nltk)")
-    parser.add_argument("--auto-reweigh", action="store_true", help="NLTK's auto_reweigh")
+    parser.add_argument(
+        "-sv",
+        "--smooth-value",
+        type=float,
+        default=defaults.smooth_value,
+        help="floor value / k (sacrebleu: 0.1 / 1), NLTK's epsilon, k or alpha (default: the "
+        "method's own)",
+    )
+    parser.add_argument(
+        "--effective-order",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="drop orders without n-grams (sacrebleu; default: on with -sl, off otherwise)",
+    )
+    parser.add_argument(
+        "--max-ngram-order",
+        type=int,
+        default=defaults.max_ngram_order,
+        help=f"highest n-gram order (default: {defaults.max_ngram_order})",
+    )
+    parser.add_argument(
+        "--weights", type=float, nargs="+", help="NLTK weights (--compat nltk; default: uniform)"
+    )
+    parser.add_argument(
+        "--auto-reweigh", action="store_true", help="NLTK's auto_reweigh (default: off)"
+    )
 
 
 def config_from(args: argparse.Namespace) -> BleuConfig:
     """The scoring options of the command line as one validated :class:`BleuConfig` (float64:
     printed scores are rounded to ``--width`` decimals, which float32 cannot always hold)."""
+    if args.effective_order is None:  # sacrebleu's -sl turns effective order on
+        args.effective_order = args.sentence_level and args.compat == "sacrebleu"
     with user_errors(TypeError, ValueError):
         return BleuConfig(
             max_ngram_order=args.max_ngram_order,
@@ -99,33 +185,53 @@ def tokens_to_ids(segments: Sequence[Sequence[str]], vocab: dict[str, int]) -> l
     return [[vocab.setdefault(token, len(vocab)) for token in segment] for segment in segments]
 
 
-def signature(args: argparse.Namespace, num_refs: int) -> str:
-    """sacrebleu-style signature: ``nrefs:1|tok:ids|smooth:exp|eff:no|compat:...|version:...``."""
-    eff = "yes" if args.effective_order else "no"
-    parts = [
-        f"nrefs:{num_refs}",
-        f"tok:{args.tokenize}",
-        f"smooth:{args.smooth_method}",
-        f"eff:{eff}",
-        f"compat:{args.compat}",
-        f"version:{__version__}",
-    ]
+def signature(args: argparse.Namespace, config: BleuConfig, num_refs: int) -> dict[str, str]:
+    """sacrebleu's signature fields, in its order, with ours before the version:
+    ``nrefs, case, eff, tok, smooth, compat[, order], version`` (``smooth:floor[0.10]`` and
+    ``add-k[1.00]`` carry their value, as in sacrebleu)."""
+    smooth = args.smooth_method
+    if config.compat == "sacrebleu" and smooth in ("floor", "add-k"):
+        smooth += f"[{config.smoothing:.2f}]"
+    fields = {
+        "nrefs": str(num_refs),
+        "case": "lc" if args.lowercase else "mixed",
+        "eff": "yes" if args.effective_order else "no",
+        "tok": args.tokenize,
+        "smooth": smooth,
+        "compat": args.compat,
+    }
     if args.max_ngram_order != 4:
-        parts.insert(-1, f"order:{args.max_ngram_order}")
-    return "|".join(parts)
+        fields["order"] = str(args.max_ngram_order)
+    fields["version"] = __version__
+    return fields
 
 
-def describe(score: float, stats: list[int], order: int, width: int) -> dict[str, Any]:
-    """sacrebleu-style verbose fields from one statistics row (which may hold extra orders)."""
+def format_signature(fields: dict[str, str], short: bool = False) -> str:
+    """``nrefs:1|case:mixed|...``, or sacrebleu's short form ``#:1|c:mixed|e:no|...|v:...``."""
+    names = _SHORT_NAMES if short else {}
+    return "|".join(f"{names.get(key, key)}:{value}" for key, value in fields.items())
+
+
+_SHORT_NAMES = {"nrefs": "#", "case": "c", "eff": "e", "smooth": "s", "version": "v"}
+
+
+def describe(score: float, stats: list[int], config: BleuConfig, width: int) -> dict[str, Any]:
+    """sacrebleu-style verbose fields from one statistics row (which may hold extra orders):
+    precisions as sacrebleu shows them (smoothed, one decimal) under ``compat="sacrebleu"``,
+    plain ones under NLTK's."""
+    order = config.max_ngram_order
     hyp_len, ref_len = stats[0], stats[1]
     stats_orders = (len(stats) - 2) // 2
     correct = stats[2 : 2 + order]
     total = stats[2 + stats_orders : 2 + stats_orders + order]
-    precisions = [100.0 * c / t if t else 0.0 for c, t in zip(correct, total, strict=True)]
+    if config.compat == "sacrebleu":
+        precisions = _sacrebleu_precisions(correct, total, config.method, config.smoothing)
+    else:
+        precisions = [100.0 * c / t if t else 0.0 for c, t in zip(correct, total, strict=True)]
     ratio = hyp_len / ref_len if ref_len else 0.0
     brevity = 1.0 if hyp_len > ref_len else (math.exp(1 - ref_len / hyp_len) if hyp_len else 0.0)
     verbose = (
-        "/".join(f"{p:.{width}f}" for p in precisions)
+        "/".join(f"{p:.1f}" for p in precisions)
         + f" (BP = {brevity:.3f} ratio = {ratio:.3f} hyp_len = {hyp_len} ref_len = {ref_len})"
     )
     return {
@@ -139,38 +245,94 @@ def describe(score: float, stats: list[int], order: int, width: int) -> dict[str
     }
 
 
+def _sacrebleu_precisions(
+    correct: list[int], total: list[int], method: str, value: float
+) -> list[float]:
+    """The precisions (0-100) sacrebleu reports: smoothed as its score uses them, 0 from the
+    first order without n-grams on, and all 0 when nothing matches."""
+    precisions = [0.0] * len(correct)
+    if not any(correct):
+        return precisions
+    exp_denominator = 1.0
+    for n, (matches, ngrams) in enumerate(zip(correct, total, strict=True)):
+        hits, count = float(matches), float(ngrams)
+        if method == "add-k" and n > 0:
+            hits, count = hits + value, count + value
+        if count == 0:
+            break
+        if hits:
+            precisions[n] = 100.0 * hits / count
+        elif method == "exp":
+            exp_denominator *= 2
+            precisions[n] = 100.0 / (exp_denominator * count)
+        elif method == "floor":
+            precisions[n] = 100.0 * value / count
+    return precisions
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    """What the flags alone get wrong, before any file is read."""
+    check_int_flag("-w", args.width, 0, MAX_WIDTH)
+    check_int_flag("--max-ngram-order", args.max_ngram_order, 1, MAX_NGRAM_ORDER)
+    try:
+        codecs.lookup(args.encoding)
+    except LookupError:
+        hint = "; BPE tokenization is -tok " + args.encoding if _is_bpe(args.encoding) else ""
+        raise CliError(
+            f"-e {args.encoding!r} is no text encoding; -e is the files' text encoding, as in "
+            f"sacrebleu (default utf-8){hint}"
+        ) from None
+    if args.tokenize in _SACREBLEU_TOKENIZERS:
+        raise CliError(
+            f"-tok {args.tokenize} is a sacrebleu text tokenizer; tensortext scores token IDs: "
+            "pass -tok none for whitespace tokens, or a BPE encoding such as -tok cl100k_base"
+        )
+    if args.lowercase and args.tokenize == "ids":
+        raise CliError("-lc lowercases text; token IDs (-tok ids) have no case")
+
+
+def _is_bpe(name: str) -> bool:
+    return name in list_encoding_names() or os.path.exists(name)
+
+
 def _read_segments(
     args: argparse.Namespace, stdin: TextIO | None, device: torch.device
 ) -> tuple[list[list[int]], list[list[list[int]]]]:
     """Hypotheses and the reference files as ID lists: ``(hyps [B], refs_by_file [F][B])``."""
-    hyp_lines = read_lines(args.input, stdin)
-    ref_lines = [read_lines(path) for path in args.refs]
+    hyp_lines = read_lines(args.input, stdin, args.encoding)
+    ref_lines = [read_lines(path, encoding=args.encoding) for path in args.refs]
+    if not hyp_lines:  # sacrebleu refuses too ("contains no sentence")
+        raise CliError(f"{args.input or '<stdin>'} is empty: no segments to score")
     for path, lines in zip(args.refs, ref_lines, strict=True):
         if len(lines) != len(hyp_lines):
             raise CliError(
                 f"{path} has {len(lines)} lines but the hypotheses have {len(hyp_lines)}; "
                 "each reference file needs one line per hypothesis"
             )
-    if args.encoding is not None:
-        args.tokenize = args.encoding
-        encoding = load_encoding(args.encoding)
-
-        def encode(lines: list[str]) -> list[list[int]]:
-            rows: list[list[int]] = encoding.encode_batch_to_tensor(
-                lines, device=device, disallowed_special=()
-            ).tolist()
-            return rows
-
-        return encode(hyp_lines), [encode(lines) for lines in ref_lines]
+    if args.lowercase:
+        hyp_lines = [line.lower() for line in hyp_lines]
+        ref_lines = [[line.lower() for line in lines] for lines in ref_lines]
     if args.tokenize == "ids":
-        hyps = parse_id_lines(hyp_lines, args.input or "<stdin>")
+        hint = "; pass -tok none to score whitespace tokens"
+        hyps = parse_id_lines(hyp_lines, args.input or "<stdin>", hint=hint)
         refs = [
-            parse_id_lines(lines, path) for path, lines in zip(args.refs, ref_lines, strict=True)
+            parse_id_lines(lines, path, hint=hint)
+            for path, lines in zip(args.refs, ref_lines, strict=True)
         ]
         return hyps, refs
-    vocab: dict[str, int] = {}
-    hyps = tokens_to_ids([line.split() for line in hyp_lines], vocab)
-    return hyps, [tokens_to_ids([line.split() for line in lines], vocab) for lines in ref_lines]
+    if args.tokenize == "none":
+        vocab: dict[str, int] = {}
+        hyps = tokens_to_ids([line.split() for line in hyp_lines], vocab)
+        return hyps, [tokens_to_ids([line.split() for line in lines], vocab) for lines in ref_lines]
+    encoding = load_encoding(args.tokenize)
+
+    def encode(lines: list[str]) -> list[list[int]]:
+        rows: list[list[int]] = encoding.encode_batch_to_tensor(
+            lines, device=device, disallowed_special=()
+        ).tolist()
+        return rows
+
+    return encode(hyp_lines), [encode(lines) for lines in ref_lines]
 
 
 def _scores(
@@ -186,23 +348,33 @@ def _scores(
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
+    _check_flags(args)
     config = config_from(args)  # options are checked before any input is read
     device = device_from(args)
     hyps, refs_by_file = _read_segments(args, stdin, device)
-    ref_sets = [list(refs) for refs in zip(*refs_by_file, strict=True)] if hyps else []
+    ref_sets = [list(refs) for refs in zip(*refs_by_file, strict=True)]
     with user_errors(ValueError):
         stats = bleu_stats(
             pad_ragged(hyps, device=device), pad_ragged_refs(ref_sets, device=device), config=config
         )
         scores, rows = _scores(stats, config, args.sentence_level)
-    sig = signature(args, len(args.refs))
+    fields = signature(args, config, len(args.refs))
+    sig = format_signature(fields, args.short)
     for score, row in zip(scores, rows, strict=True):
-        fields = describe(score, row, args.max_ngram_order, args.width)
-        if args.format == "json":
-            record = {"name": "BLEU", "score": fields.pop("score"), "signature": sig, **fields}
-            stdout.write(json.dumps(record) + "\n")
+        described = describe(score, row, config, args.width)
+        if args.format == "json":  # sacrebleu's keys (long signature, as sacrebleu), then ours
+            record = {
+                "name": "BLEU",
+                "score": described.pop("score"),
+                "signature": format_signature(fields),
+                "verbose_score": described.pop("verbose_score"),
+                **fields,
+                **described,
+            }
+            indent = None if args.sentence_level else 1
+            stdout.write(json.dumps(record, indent=indent, ensure_ascii=False) + "\n")
         elif args.score_only:
-            stdout.write(f"{fields['score']:.{args.width}f}\n")
+            stdout.write(f"{described['score']:.{args.width}f}\n")
         else:
-            score_text = f"{fields['score']:.{args.width}f}"
-            stdout.write(f"BLEU|{sig} = {score_text} {fields['verbose_score']}\n")
+            score_text = f"{described['score']:.{args.width}f}"
+            stdout.write(f"BLEU|{sig} = {score_text} {described['verbose_score']}\n")

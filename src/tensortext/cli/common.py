@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import os
+from collections.abc import Iterable, Iterator
 from typing import TextIO
 
 import torch
@@ -20,6 +21,8 @@ from tensortext._checks import resolve_device
 __all__ = [
     "CliError",
     "add_device_argument",
+    "check_int_flag",
+    "check_output",
     "device_from",
     "open_output",
     "read_lines",
@@ -48,16 +51,68 @@ def read_lines(path: str | None, stdin: TextIO | None = None, encoding: str = "u
         return formats.read_lines(path, stdin, encoding)
 
 
+def check_int_flag(flag: str, value: int | None, low: int, high: int) -> None:
+    """Refuses an integer flag outside ``[low, high]`` (``None``: not given) before any work."""
+    if value is not None and not low <= value <= high:
+        raise CliError(f"{flag} must be between {low} and {high}, got {value}")
+
+
+def check_output(output: str | None, inputs: Iterable[tuple[str, str | None]]) -> None:
+    """Refuses an output path that cannot be written or that is one of the inputs, before any work.
+
+    Args:
+        output: The ``-o`` path (``None`` or ``-``: standard output, always fine).
+        inputs: ``(flag, path)`` of each input file the command reads (``None``: not given).
+    """
+    if output is None or output == "-":
+        return
+    for flag, path in inputs:
+        if path is not None and path != "-" and _same_file(path, output):
+            raise CliError(
+                f"-o {output} is the {flag} file; write to another file (the input is read while "
+                "the output is written)"
+            )
+    if os.path.isdir(output):
+        raise CliError(f"cannot write {output}: it is a directory")
+    folder = os.path.dirname(output) or "."
+    if not os.path.isdir(folder):
+        raise CliError(f"cannot write {output}: no directory {folder}")
+    exists = os.path.exists(output)
+    if not os.access(folder, os.W_OK) or (exists and not os.access(output, os.W_OK)):
+        raise CliError(f"cannot write {output}: permission denied")
+
+
+def _same_file(first: str, second: str) -> bool:
+    """Whether two existing paths name one file (links and relative spellings included)."""
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist: the output is new, or the input is missing
+        return False
+
+
 @contextlib.contextmanager
 def open_output(path: str | None, stdout: TextIO) -> Iterator[TextIO]:
-    """``stdout``, or ``path`` written atomically: replaced only when the block succeeds."""
+    """``stdout``, or ``path`` written atomically: replaced only when the block succeeds.
+
+    The temporary file beside ``path`` is created when the block starts, so an unwritable
+    output stops the command before its work; an error or Ctrl-C leaves ``path`` as it was.
+    """
     if path is None or path == "-":
         yield stdout
         return
+    manager = formats.atomic_write(path)
     try:
-        with formats.atomic_write(path) as stream:
-            yield stream
+        stream = manager.__enter__()
     except OSError as error:
+        raise CliError(f"cannot write {path}: {error.strerror or error}") from None
+    try:
+        yield stream
+    except BaseException as error:  # the work failed: drop the temporary file, keep path
+        manager.__exit__(type(error), error, error.__traceback__)
+        raise
+    try:
+        manager.__exit__(None, None, None)
+    except OSError as error:  # errors of the work itself are not the output's
         raise CliError(f"cannot write {path}: {error.strerror or error}") from None
 
 

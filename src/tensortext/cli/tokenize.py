@@ -8,13 +8,28 @@ from typing import Any, TextIO
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
+    check_int_flag,
+    check_output,
     device_from,
     open_output,
     read_lines,
     user_errors,
 )
 
-__all__ = ["add_arguments", "load_encoding", "parse_id_lines", "run"]
+__all__ = [
+    "MAX_BATCH_LINES",
+    "MAX_TOKEN_ID",
+    "add_arguments",
+    "load_encoding",
+    "parse_id_lines",
+    "run",
+]
+
+MAX_TOKEN_ID = (1 << 63) - 1
+"""The largest token ID a line of IDs may hold (token IDs are int64)."""
+
+MAX_BATCH_LINES = 1 << 20
+"""The largest ``--batch-lines``: a batch is padded to its longest line, so its size is bounded."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="regex",
         help="'bytes' is BlockBPE's byte-level split (IDs differ from tiktoken)",
     )
-    parser.add_argument("--batch-lines", type=int, default=4096, help="lines per batch")
+    parser.add_argument(
+        "--batch-lines",
+        type=int,
+        default=4096,
+        help=f"lines encoded or decoded per batch, 1 to {MAX_BATCH_LINES} (default: 4096)",
+    )
     add_device_argument(parser)
 
 
@@ -59,32 +79,43 @@ def load_encoding(spec: str) -> Any:
         return load(spec)
 
 
-def parse_id_lines(lines: list[str], name: str, first_line: int = 1) -> list[list[int]]:
-    """Space-separated non-negative integer IDs per line; errors name ``name`` and the line."""
+def parse_id_lines(
+    lines: list[str], name: str, first_line: int = 1, hint: str = ""
+) -> list[list[int]]:
+    """Whitespace-separated token IDs per line: ASCII digits only, each below 2**63.
+
+    Errors name ``name``, the line and the token; ``hint`` ends the message of a non-ID token.
+    """
     rows = []
     for number, line in enumerate(lines, first_line):
-        try:
-            ids = [int(token) for token in line.split()]
-        except ValueError:
-            bad = next(t for t in line.split() if not t.lstrip("-").isdigit())
-            raise CliError(
-                f"{name}, line {number}: {bad!r} is not an integer token ID; pass "
-                "--tokenize none to score whitespace tokens"
-            ) from None
-        if any(i < 0 for i in ids):
-            raise CliError(f"{name}, line {number}: token IDs must be non-negative")
+        tokens = line.split()
+        if not all(token.isascii() and token.isdigit() for token in tokens):
+            raise CliError(f"{name}, line {number}: {_bad_id(tokens)}{hint}")
+        ids = [int(token) for token in tokens]
+        if any(i > MAX_TOKEN_ID for i in ids):
+            big = next(i for i in ids if i > MAX_TOKEN_ID)
+            raise CliError(f"{name}, line {number}: token ID {big} does not fit in int64")
         rows.append(ids)
     return rows
 
 
+def _bad_id(tokens: list[str]) -> str:
+    """What is wrong with the first token that is not ASCII digits."""
+    bad = next(token for token in tokens if not (token.isascii() and token.isdigit()))
+    digits = bad[1:]
+    if bad.startswith("-") and digits.isascii() and digits.isdigit():
+        return f"{bad!r}: token IDs must be non-negative"
+    return f"{bad!r} is not a token ID (ASCII digits 0-9)"
+
+
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
-    if args.batch_lines < 1:
-        raise CliError(f"--batch-lines must be >= 1, got {args.batch_lines}")
+    check_int_flag("--batch-lines", args.batch_lines, 1, MAX_BATCH_LINES)
+    check_output(args.output, [("-i", args.input), ("-e", args.encoding)])
     device = device_from(args)
-    encoding = load_encoding(args.encoding)
-    lines = read_lines(args.input, stdin)
     name = args.input or "<stdin>"
-    with open_output(args.output, stdout) as out:
+    with open_output(args.output, stdout) as out:  # before the work: a bad -o costs nothing
+        encoding = load_encoding(args.encoding)
+        lines = read_lines(args.input, stdin)
         for first in range(0, len(lines), args.batch_lines):
             chunk = lines[first : first + args.batch_lines]
             if args.decode:

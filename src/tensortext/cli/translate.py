@@ -10,6 +10,8 @@ becomes a per-batch score bias through :func:`tensortext.lmbr.lmbr_bias_factory`
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +25,8 @@ from torch import Tensor
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
+    check_int_flag,
+    check_output,
     device_from,
     open_output,
     read_lines,
@@ -36,6 +40,10 @@ from tensortext.padded import Padded, pad_ragged
 __all__ = ["add_arguments", "run"]
 
 _STOPPING: dict[str, EarlyStopping] = {"false": False, "true": True, "never": "never"}
+
+MAX_FLAG_VALUE = 1 << 24
+"""The largest count flag (beams, batch sizes, new tokens) checked before anything is allocated;
+the decoder checks the tighter bounds of its model (vocabulary, positions)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -135,36 +143,41 @@ class _System:
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None) -> None:
     """Translate ``args.input`` (or stdin) and write one line per sentence, or n-best lines."""
     _check_flags(args)
+    check_output(args.output, [("-i", args.input), ("--lmbr-nbest", args.lmbr_nbest)])
     device = device_from(args)
-    lines = read_lines(args.input, stdin)
-    progress = None if args.quiet else _Progress(len(lines), sys.stderr)
-    started = time.perf_counter()
-    with user_errors():
-        system = _bundled(args, device) if args.model == "bundled" else _hugging_face(args, device)
-        src = system.tokenize_source(lines).to(device)
-        bias = _lmbr_bias_factory(args, len(lines), system, device)
-        out = translate(
-            system.decoder,
-            src.ids,
-            src.lengths,
-            num_beams=args.num_beams,
-            max_sentences=args.batch_sentences,
-            max_tokens=args.batch_tokens,
-            sort_by_length=not args.no_sort,
-            max_new_tokens=system.max_new_tokens,
-            min_new_tokens=args.min_new_tokens,
-            length_penalty=args.length_penalty,
-            early_stopping=_STOPPING[args.early_stopping],
-            finished=args.finished,
-            prune_threshold=args.prune_threshold,
-            num_return_sequences=max(args.nbest, 1),
-            score_bias=bias,
-            progress=progress,
-        )
-    texts = _texts(system, out)
-    if progress is not None:
-        progress.close(time.perf_counter() - started, sum(len(line.split()) for line in lines))
-    _write(args, stdout, texts, out.scores.tolist())
+    with open_output(args.output, stdout) as stream:  # before the work: a bad -o costs nothing
+        lines = read_lines(args.input, stdin)
+        _check_evidence_files(args, len(lines))
+        progress = None if args.quiet else _Progress(len(lines), sys.stderr)
+        started = time.perf_counter()
+        with user_errors(), progress or contextlib.nullcontext():
+            system = (
+                _bundled(args, device) if args.model == "bundled" else _hugging_face(args, device)
+            )
+            src = system.tokenize_source(lines).to(device)
+            bias = _lmbr_bias_factory(args, len(lines), system, device)
+            out = translate(
+                system.decoder,
+                src.ids,
+                src.lengths,
+                num_beams=args.num_beams,
+                max_sentences=args.batch_sentences,
+                max_tokens=args.batch_tokens,
+                sort_by_length=not args.no_sort,
+                max_new_tokens=system.max_new_tokens,
+                min_new_tokens=args.min_new_tokens,
+                length_penalty=args.length_penalty,
+                early_stopping=_STOPPING[args.early_stopping],
+                finished=args.finished,
+                prune_threshold=args.prune_threshold,
+                num_return_sequences=max(args.nbest, 1),
+                score_bias=bias,
+                progress=progress,
+            )
+        texts = _texts(system, out)
+        if progress is not None:
+            progress.close(time.perf_counter() - started, sum(len(line.split()) for line in lines))
+        _write(args, stream, texts, out.scores.tolist())
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -173,15 +186,32 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--num-beams", args.num_beams, 1),
         ("--nbest", args.nbest, 0),
         ("--batch-sentences", args.batch_sentences, 1),
+        ("--batch-tokens", args.batch_tokens, 1),
+        ("--max-new-tokens", args.max_new_tokens, 1),  # HF generate refuses 0 too
+        ("--min-new-tokens", args.min_new_tokens, 0),
     ):
-        if value < low:
-            raise CliError(f"{flag} must be >= {low}, got {value}")
+        check_int_flag(flag, value, low, MAX_FLAG_VALUE)
     if max(args.nbest, 1) > args.num_beams:
         raise CliError(f"--nbest {args.nbest} exceeds --num-beams {args.num_beams}; raise -k")
     if args.lmbr_nbest and args.lmbr_ngrams:
         raise CliError("give --lmbr-nbest or --lmbr-ngrams, not both")
     if args.lmbr_bos is not None and not args.lmbr_ngrams:
         raise CliError("--lmbr-bos only applies to --lmbr-ngrams files")
+
+
+def _check_evidence_files(args: argparse.Namespace, num_sentences: int) -> None:
+    """Every LMBR evidence file is readable, before a model is loaded."""
+    if args.lmbr_nbest:
+        files = [args.lmbr_nbest]
+    elif args.lmbr_ngrams and "%d" in args.lmbr_ngrams:
+        files = [args.lmbr_ngrams % (1 + s) for s in range(num_sentences)]
+    else:
+        return  # no evidence, or a pattern the reader refuses with its own message
+    flag = "--lmbr-nbest" if args.lmbr_nbest else "--lmbr-ngrams"
+    for file in files:
+        if not os.path.isfile(file) or not os.access(file, os.R_OK):
+            why = "no such file" if not os.path.exists(file) else "not a readable file"
+            raise CliError(f"{flag}: cannot read {file}: {why}")
 
 
 def _texts(system: _System, out: BeamOutput) -> list[list[str]]:
@@ -192,15 +222,14 @@ def _texts(system: _System, out: BeamOutput) -> list[list[str]]:
 
 
 def _write(
-    args: argparse.Namespace, stdout: TextIO, texts: list[list[str]], scores: list[list[float]]
+    args: argparse.Namespace, stream: TextIO, texts: list[list[str]], scores: list[list[float]]
 ) -> None:
     from tensortext.formats import write_nbest
 
-    with open_output(args.output, stdout) as stream:
-        if args.nbest:
-            write_nbest(stream, texts, scores)
-        else:
-            stream.writelines(hyps[0] + "\n" for hyps in texts)
+    if args.nbest:
+        write_nbest(stream, texts, scores)
+    else:
+        stream.writelines(hyps[0] + "\n" for hyps in texts)
 
 
 def _bundled(args: argparse.Namespace, device: torch.device) -> _System:
@@ -233,7 +262,9 @@ def _bundled(args: argparse.Namespace, device: torch.device) -> _System:
         tokenize_source=model.tokenize_source,
         tokenize_target=tokenize_target,
         detokenize=detokenize,
-        max_new_tokens=args.max_new_tokens or default_max_new_tokens,
+        max_new_tokens=(
+            default_max_new_tokens if args.max_new_tokens is None else args.max_new_tokens
+        ),
     )
 
 
@@ -260,7 +291,7 @@ def _hugging_face(args: argparse.Namespace, device: torch.device) -> _System:
     def default_max_new_tokens(longest: int) -> int:
         return 2 * longest + 10
 
-    max_new_tokens = args.max_new_tokens or default_max_new_tokens
+    max_new_tokens = default_max_new_tokens if args.max_new_tokens is None else args.max_new_tokens
 
     def tokenize_source(lines: Sequence[str]) -> Padded:
         return pad_ragged(tokenizer(list(lines))["input_ids"])
@@ -322,12 +353,20 @@ def _lmbr_bias_factory(
 
 
 class _Progress:
-    """A one-line progress bar on stderr: sentences done, rate."""
+    """A one-line progress bar on stderr: sentences done, rate. A context: leaving it ends the
+    bar's line, so an error or "interrupted" after it starts a line of its own."""
 
     def __init__(self, total: int, stream: TextIO):
         self.total = max(total, 1)
         self.stream = stream
         self.started = time.perf_counter()
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stream.write("\n")
+        self.stream.flush()
 
     def __call__(self, done: int) -> None:
         width = 30
@@ -339,5 +378,5 @@ class _Progress:
 
     def close(self, seconds: float, source_words: int) -> None:
         words_per_minute = 60 * source_words / max(seconds, 1e-9)
-        self.stream.write(f"\n{seconds:.2f} s, {words_per_minute:.0f} source words/min\n")
+        self.stream.write(f"{seconds:.2f} s, {words_per_minute:.0f} source words/min\n")
         self.stream.flush()

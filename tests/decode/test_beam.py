@@ -120,7 +120,13 @@ def test_wide_beam_equals_exhaustive_search(seed, length_penalty, min_new_tokens
     if not expected:
         expected = exhaustive(table, 1, T, length_penalty, min_new_tokens)
     got = hypotheses(out, 0)
-    assert got == [seq for _, seq in expected[:3]], (got, expected[:4])
+    # The same transitions in another order tie exactly (seed=841, length_penalty=1.0: [9, 1, 1]
+    # and [1, 9, 1]) and either may rank first, so each rank is checked by its exact score.
+    exact = {tuple(seq): score for score, seq in expected}
+    assert len({tuple(seq) for seq in got}) == len(got), got
+    assert [exact.get(tuple(seq)) for seq in got] == pytest.approx(
+        [score for score, _ in expected[:3]], rel=1e-12, abs=1e-12
+    ), (got, expected[:4])
     # float32 sums of 3 log-probs vs float64: a few ulps.
     torch.testing.assert_close(
         out.scores[0], torch.tensor([s for s, _ in expected[:3]]), rtol=1e-5, atol=1e-5

@@ -20,13 +20,16 @@ Two ways to handle end-of-sentence candidates:
 Scores are sums of the (processed) log-probabilities of the generated tokens, divided by
 ``length ** length_penalty`` where ``length`` counts the generated tokens *including* the EOS and
 excluding ``start_ids`` (the same length ``transformers`` uses).
+
+Memory and time follow the length reached, not ``max_new_tokens``: the token rows start short
+and double when full (:mod:`tensortext.decode.search_state`), so a search that ends after 21
+steps costs the same with ``max_new_tokens=50`` or ``2**40``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 import torch
@@ -35,6 +38,7 @@ from torch import Tensor
 from tensortext.decode.decoder import reorder_state
 from tensortext.decode.output import BeamOutput
 from tensortext.decode.pool import HypothesisPool, expand_like, extend_candidates
+from tensortext.decode.search_state import Beams, Candidates, SearchSpec
 from tensortext.decode.settings import (
     EarlyStopping,
     check_log_probs,
@@ -45,7 +49,6 @@ from tensortext.decode.settings import (
     invalid_rows,
     raise_invalid_log_probs,
 )
-from tensortext.padded import PAD_ID
 
 __all__ = ["BeamOutput", "EarlyStopping", "beam_search", "check_settings"]
 
@@ -94,7 +97,8 @@ def beam_search(
             integers and 0-d integer tensors are accepted.
         start_ids: ``[B]`` or ``[B, P]`` int64 first tokens of every sentence (decoder start
             token, or a prompt of the same length for every sentence).
-        max_new_tokens: Most tokens to generate per hypothesis, EOS included.
+        max_new_tokens: Most tokens to generate per hypothesis, EOS included; at most
+            ``2**63 - 1``.  Memory follows the tokens generated, so a generous limit is free.
         min_new_tokens: EOS is forbidden while fewer tokens than this have been generated.
         length_penalty: Exponent of the length in the score normalization (HF's meaning).
         early_stopping: ``True`` stops a sentence once ``K`` hypotheses are finished; ``False``
@@ -167,7 +171,7 @@ def beam_search(
     start_ids = check_start_ids(start_ids, batch_size)
     if reorder is None:
         check_state_rows(state, batch_size * num_beams)
-    spec = _SearchSpec.create(
+    spec = SearchSpec.create(
         start_ids, num_beams, eos_ids, max_new_tokens, min_new_tokens, length_penalty,
         early_stopping, finished, prune_threshold, pad_id, output_token_scores, validate,
     )  # fmt: skip
@@ -181,8 +185,8 @@ def _search(
     step_fn: StepFn[Any],
     state: Any,
     reorder: Callable[[Any, Tensor], Any],
-    beams: _Beams,
-    spec: _SearchSpec,
+    beams: Beams,
+    spec: SearchSpec,
     logits_processor: LogitsProcessor | None,
     score_bias: ScoreBias | None,
 ) -> HypothesisPool:
@@ -195,7 +199,14 @@ def _search(
     # max_new_tokens, used in that order when too few EOS hypotheses survived.
     fallbacks = None if spec.refill else (spec.new_pool(), spec.new_pool())
     done = torch.zeros(spec.B, dtype=torch.bool, device=spec.device)
+    capacity = spec.initial_capacity
     for step in range(spec.max_new_tokens):
+        if step == capacity:  # the rows are full; the step count decides, so no host sync
+            extra = spec.grown_capacity(capacity) - capacity
+            beams = beams.widened(extra, spec.fill_id)
+            for each in (pool, *(fallbacks or ())):
+                each.widen(extra, spec.fill_id)
+            capacity += extra
         last_step = step + 1 == spec.max_new_tokens
         tokens = beams.tokens[:, :, : spec.P + step].reshape(spec.B * spec.K, spec.P + step)
         log_probs, state = step_fn(tokens, state)
@@ -221,128 +232,11 @@ def _search(
     return pool
 
 
-@dataclass(frozen=True)
-class _SearchSpec:
-    """The constants of one search, settled before the first step."""
-
-    B: int
-    K: int
-    P: int  # prompt width: start_ids are [B, P]
-    device: torch.device
-    eos_ids: tuple[int, ...]  # the same on the host, for checks without a sync
-    eos: Tensor  # [E] int64
-    fill_id: int
-    refill: bool
-    num_candidates: int  # C: candidates kept per sentence and step
-    log_prune: float | None
-    max_new_tokens: int
-    min_new_tokens: int
-    length_penalty: float
-    early_stopping: EarlyStopping
-    with_token_scores: bool
-    validate: bool  # check the log-probs for NaN and +inf
-    sentence_offsets: Tensor  # [B, 1] first row of each sentence
-
-    @classmethod
-    def create(
-        cls,
-        start_ids: Tensor,
-        num_beams: int,
-        eos_ids: list[int],
-        max_new_tokens: int,
-        min_new_tokens: int,
-        length_penalty: float,
-        early_stopping: EarlyStopping,
-        finished: str,
-        prune_threshold: float | None,
-        pad_id: int | None,
-        with_token_scores: bool,
-        validate: bool,
-    ) -> _SearchSpec:
-        device = start_ids.device
-        B, K = start_ids.shape[0], num_beams
-        refill = finished == "refill"
-        return cls(
-            B=B,
-            K=K,
-            P=start_ids.shape[1],
-            device=device,
-            eos_ids=tuple(eos_ids),
-            eos=torch.tensor(eos_ids, dtype=torch.int64, device=device),
-            fill_id=PAD_ID if pad_id is None else pad_id,
-            refill=refill,
-            # Refill keeps enough candidates that K non-EOS ones survive even if every EOS ID
-            # ranks high.
-            num_candidates=max(2, 1 + len(eos_ids)) * K if refill else K,
-            log_prune=math.log(prune_threshold) if prune_threshold else None,
-            max_new_tokens=max_new_tokens,
-            min_new_tokens=min_new_tokens,
-            length_penalty=float(length_penalty),
-            early_stopping=early_stopping,
-            with_token_scores=with_token_scores,
-            validate=validate,
-            sentence_offsets=torch.arange(B, device=device)[:, None] * K,
-        )
-
-    def initial_beams(self, start_ids: Tensor) -> _Beams:
-        """Only beam 0 of a sentence starts alive, so the first step expands one hypothesis,
-        not K copies of it."""
-        width = self.P + self.max_new_tokens
-        tokens = torch.full((self.B, self.K, width), self.fill_id, dtype=torch.int64)
-        tokens = tokens.to(self.device)
-        tokens[:, :, : self.P] = start_ids.view(self.B, 1, self.P)
-        scores = torch.full((self.B, self.K), -math.inf, dtype=torch.float32, device=self.device)
-        scores[:, 0] = 0.0
-        token_scores = None
-        if self.with_token_scores:
-            shape = (self.B, self.K, self.max_new_tokens)
-            token_scores = torch.zeros(shape, dtype=torch.float32, device=self.device)
-        return _Beams(tokens, scores, token_scores)
-
-    def new_pool(self) -> HypothesisPool:
-        """An empty pool of K finished hypotheses per sentence."""
-        return HypothesisPool.empty(
-            (self.B, self.K),
-            self.P + self.max_new_tokens,
-            self.max_new_tokens,
-            self.fill_id,
-            self.with_token_scores,
-            self.device,
-        )
-
-    def normalizer(self, generated: int) -> float:
-        """The length normalization of a hypothesis with ``generated`` tokens."""
-        return float(generated**self.length_penalty)
-
-
-@dataclass(frozen=True)
-class _Beams:
-    """The live beams: whole token rows (prompt included) and accumulated scores."""
-
-    tokens: Tensor  # [B, K, P + max_new_tokens]
-    scores: Tensor  # [B, K] float32, -inf = dead
-    token_scores: Tensor | None  # [B, K, max_new_tokens]
-
-
-@dataclass(frozen=True)
-class _Candidates:
-    """The best continuations of one step, best first."""
-
-    all_scores: Tensor  # [B, K*V] every continuation's score (pruned ones -inf)
-    step_log_probs: Tensor  # [B, K*V] this step's processed log-probs
-    scores: Tensor  # [B, C]
-    flat: Tensor  # [B, C] beam * V + token
-    ends: Tensor  # [B, C] bool: EOS, or the last step
-    finishes: Tensor  # [B, C] bool: goes to the finished pool if among the top K
-    tokens: Tensor  # [B, C, P + max_new_tokens]
-    token_scores: Tensor | None  # [B, C, max_new_tokens]
-
-
 def _processed_log_probs(
     log_probs: Tensor,
     tokens: Tensor,
     step: int,
-    spec: _SearchSpec,
+    spec: SearchSpec,
     logits_processor: LogitsProcessor | None,
     score_bias: ScoreBias | None,
 ) -> Tensor:
@@ -365,7 +259,7 @@ def _processed_log_probs(
     return log_probs
 
 
-def _stop(done: Tensor, invalid: Tensor | None, step: int, spec: _SearchSpec) -> bool:
+def _stop(done: Tensor, invalid: Tensor | None, step: int, spec: SearchSpec) -> bool:
     """Whether every sentence is done: the host sync of a step. With ``validate`` the same copy
     brings whether a live row had NaN or ``+inf`` log-probs; then this raises."""
     if invalid is None:
@@ -377,8 +271,8 @@ def _stop(done: Tensor, invalid: Tensor | None, step: int, spec: _SearchSpec) ->
 
 
 def _top_candidates(
-    log_probs: Tensor, beams: _Beams, spec: _SearchSpec, step: int, last_step: bool
-) -> _Candidates:
+    log_probs: Tensor, beams: Beams, spec: SearchSpec, step: int, last_step: bool
+) -> Candidates:
     """The ``C`` best continuations of every sentence, with their token rows."""
     B, K = spec.B, spec.K
     V = log_probs.shape[1]
@@ -396,7 +290,7 @@ def _top_candidates(
     tokens, token_scores = extend_candidates(
         beams.tokens, beams.token_scores, step_log_probs, flat, spec.P + step, step
     )
-    return _Candidates(
+    return Candidates(
         all_scores=all_scores,
         step_log_probs=step_log_probs,
         scores=scores,
@@ -410,7 +304,7 @@ def _top_candidates(
 
 
 def _update_finished(
-    pool: HypothesisPool, cand: _Candidates, spec: _SearchSpec, step: int, done: Tensor
+    pool: HypothesisPool, cand: Candidates, spec: SearchSpec, step: int, done: Tensor
 ) -> None:
     """Offer the finishing candidates among the top K to the pool.
 
@@ -430,7 +324,7 @@ def _update_finished(
     )
 
 
-def _next_beams(cand: _Candidates, spec: _SearchSpec) -> tuple[_Beams, Tensor]:
+def _next_beams(cand: Candidates, spec: SearchSpec) -> tuple[Beams, Tensor]:
     """The best K candidates that do not end here, and their parent beams ``[B, K]``.
 
     Ending candidates are pushed down by -1e9 and ranked with ``topk`` exactly as transformers
@@ -444,14 +338,14 @@ def _next_beams(cand: _Candidates, spec: _SearchSpec) -> tuple[_Beams, Tensor]:
     token_scores = None
     if cand.token_scores is not None:
         token_scores = cand.token_scores.gather(1, expand_like(keep, cand.token_scores))
-    return _Beams(tokens, scores, token_scores), parent
+    return Beams(tokens, scores, token_scores), parent
 
 
 def _track_mask_mode_fallbacks(
     fallbacks: tuple[HypothesisPool, HypothesisPool],
-    cand: _Candidates,
-    beams: _Beams,
-    spec: _SearchSpec,
+    cand: Candidates,
+    beams: Beams,
+    spec: SearchSpec,
     step: int,
     last_step: bool,
     done: Tensor,
@@ -480,7 +374,7 @@ def _track_mask_mode_fallbacks(
 
 
 def _sentence_done(
-    running_scores: Tensor, pool: HypothesisPool, spec: _SearchSpec, generated: int
+    running_scores: Tensor, pool: HypothesisPool, spec: SearchSpec, generated: int
 ) -> Tensor:
     """``[B]`` bool: nothing can change a sentence's finished pool any more."""
     no_live_beam = ~torch.isfinite(running_scores).any(dim=1)

@@ -3,6 +3,8 @@
 :class:`HypothesisPool` keeps the ``K`` best hypotheses of each sentence in ``[B, K, ...]``
 tensors (``-inf`` scores mark empty slots), and :func:`extend_candidates` builds the token rows
 of candidates. Nothing here depends on data-dependent shapes, so nothing syncs with the host.
+Rows hold ``capacity`` generated tokens, which grows with the search (:func:`widen`; see
+:mod:`tensortext.decode.search_state`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from torch import Tensor
 
 from tensortext.decode.output import BeamOutput
 
-__all__ = ["HypothesisPool", "expand_like", "extend_candidates"]
+__all__ = ["HypothesisPool", "expand_like", "extend_candidates", "widen"]
 
 
 @dataclass
@@ -23,31 +25,37 @@ class HypothesisPool:
     """The K best hypotheses per sentence, sorted by normalized score (best first)."""
 
     scores: Tensor  # [B, K] float32, -inf = empty
-    tokens: Tensor  # [B, K, P + max_new_tokens] int64
+    tokens: Tensor  # [B, K, P + capacity] int64
     lengths: Tensor  # [B, K] int64 generated tokens
-    token_scores: Tensor | None  # [B, K, max_new_tokens]
+    token_scores: Tensor | None  # [B, K, capacity]
 
     @classmethod
     def empty(
         cls,
         shape: tuple[int, int],
         width: int,
-        max_new_tokens: int,
+        capacity: int,
         fill_id: int,
         with_token_scores: bool,
         device: torch.device,
     ) -> HypothesisPool:
-        """A pool of ``shape = (B, K)`` empty slots for rows of ``width`` tokens."""
+        """A pool of ``shape = (B, K)`` empty slots for rows of ``width = P + capacity`` tokens."""
         return cls(
             scores=torch.full(shape, -math.inf, dtype=torch.float32, device=device),
             tokens=torch.full((*shape, width), fill_id, dtype=torch.int64, device=device),
             lengths=torch.zeros(shape, dtype=torch.int64, device=device),
             token_scores=(
-                torch.zeros((*shape, max_new_tokens), dtype=torch.float32, device=device)
+                torch.zeros((*shape, capacity), dtype=torch.float32, device=device)
                 if with_token_scores
                 else None
             ),
         )
+
+    def widen(self, extra: int, fill_id: int) -> None:
+        """Make room for ``extra`` more generated tokens (``fill_id``, score 0) in every row."""
+        self.tokens = widen(self.tokens, extra, fill_id)
+        if self.token_scores is not None:
+            self.token_scores = widen(self.token_scores, extra, 0.0)
 
     def full(self) -> Tensor:
         """``[B]`` bool: every slot holds a hypothesis."""
@@ -126,7 +134,7 @@ def extend_candidates(
 
     Args:
         running_tokens: ``[B, K, W]`` the live beams' rows.
-        running_token_scores: ``[B, K, max_new_tokens]`` or ``None``.
+        running_token_scores: ``[B, K, capacity]`` or ``None``.
         step_log_probs: ``[B, K * V]`` this step's processed log-probs.
         flat: ``[B, C]`` candidate indices into the ``K * V`` continuations of a sentence.
         cur_len: column of the new token in ``running_tokens``.
@@ -145,6 +153,12 @@ def extend_candidates(
     token_scores = _gather_rows(running_token_scores, parent)
     token_scores[:, :, step] = step_log_probs.gather(1, flat)
     return tokens, token_scores
+
+
+def widen(buffer: Tensor, extra: int, fill: float) -> Tensor:
+    """``buffer [..., W]`` with ``extra`` columns of ``fill`` appended: ``[..., W + extra]``."""
+    padding = buffer.new_full((*buffer.shape[:-1], extra), fill)
+    return torch.cat((buffer, padding), dim=-1)
 
 
 def expand_like(index: Tensor, source: Tensor) -> Tensor:

@@ -23,6 +23,7 @@ from tensortext._checks import (
 )
 
 __all__ = [
+    "MAX_NEW_TOKENS",
     "EarlyStopping",
     "check_length_penalty",
     "check_log_probs",
@@ -36,6 +37,10 @@ __all__ = [
 ]
 
 EarlyStopping = bool | Literal["never"]
+
+# Lengths are int64. Any max_new_tokens up to this costs only the steps a search takes: its
+# buffers grow with the search (tensortext.decode.search_state).
+MAX_NEW_TOKENS = 2**63 - 1
 
 
 def check_settings(
@@ -62,6 +67,12 @@ def check_settings(
     check_int("batch_size", batch_size, minimum=1)
     check_int("num_beams", num_beams, minimum=1)
     check_int("max_new_tokens", max_new_tokens, minimum=1)
+    if max_new_tokens > MAX_NEW_TOKENS:
+        raise ValueError(
+            f"max_new_tokens must be <= 2**63 - 1 (lengths are int64), got {max_new_tokens}; "
+            "memory follows the tokens actually generated, so max_new_tokens=2**40 costs no "
+            "more than the search needs"
+        )
     check_int("min_new_tokens", min_new_tokens, minimum=0)
     check_int("num_return_sequences", num_return_sequences, minimum=1)
     if min_new_tokens > max_new_tokens:

@@ -196,6 +196,87 @@ def test_read_nbest_refuses_a_bad_max_hypotheses(max_hypotheses, error, tmp_path
         read_nbest(path, max_hypotheses=max_hypotheses)
 
 
+# Issue 16 item 14: the evidence is dense [B, M, L], so one outlier line set the size of every
+# slot (a 100k-token line in a 20k-sentence file asked for 16 GB; sentence id 1e8 for GBs).
+
+
+def test_read_nbest_refuses_a_runaway_hypothesis_and_max_length_cuts_it(tmp_path):
+    # 200 sentences of 3 tokens, one of 100,000: [200, 1, 100000] is 2e7 slots (160 MB) for
+    # ~1e5 tokens read, more than 64 times as many (and more than 2**24).
+    lines = [moses_line(s, "5 6 7", -1.0) for s in range(200)]
+    lines[120] = moses_line(120, " ".join(["8"] * 100_000), -2.0)
+    path = tmp_path / "nbest.txt"
+    path.write_text("".join(lines), encoding="utf-8")
+    message = (
+        f"{path}: padding the n-best lists to [B, M, L] = [200, 1, 100000] would take "
+        "20,000,000 token slots (0.1 GiB) for 100,597 tokens read (the limit: 64 times the "
+        f"tokens read, or 2**24 slots); the longest hypothesis ({path}:121) has L = 100000 "
+        "tokens: pass max_length="
+    )
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):
+        read_nbest(path)
+    cut = read_nbest(path, max_length=4)
+    assert cut.ids.shape == (200, 1, 4)
+    assert cut.lengths[:, 0].tolist() == [3] * 120 + [4] + [3] * 79
+    assert cut.ids[120, 0].tolist() == [8, 8, 8, 8]
+    assert cut.ids[0, 0].tolist() == [5, 6, 7, PAD_ID]
+    assert cut.scores[120, 0].item() == -2.0  # a cut hypothesis keeps its score
+
+
+def test_read_nbest_refuses_a_sentence_id_far_beyond_the_others(tmp_path):
+    path = tmp_path / "nbest.txt"
+    path.write_text(
+        moses_line(0, "5 6", -1.0) + moses_line(1, "7", -1.0) + moses_line(10**7, "5 6", -1.0),
+        encoding="utf-8",
+    )
+    message = (
+        f"{path}: padding the n-best lists to [B, M, L] = [10000001, 1, 2] would take "
+        "20,000,002 token slots (0.1 GiB) for 5 tokens read (the limit: 64 times the tokens "
+        f"read, or 2**24 slots); B = 1 + the largest sentence id = 10000001 ({path}:3): ids are "
+        "0-based sentence numbers; fix that id"
+    )
+    with pytest.raises(ValueError, match=re.escape(message) + "$"):  # only the id is named
+        read_nbest(path)
+    # num_sentences= names the line of an id beyond it, and a huge one is refused unallocated.
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3: sentence id 10000000 >= num")):
+        read_nbest(path, num_sentences=2)
+    with pytest.raises(ValueError, match=re.escape("B = num_sentences=1099511627776: pass")):
+        read_nbest(path, num_sentences=2**40)
+
+
+def test_read_nbest_allows_modest_padding(tmp_path):
+    # Sparse ids and uneven lists within 2**24 slots, or within 64 times the tokens read.
+    path = tmp_path / "nbest.txt"
+    path.write_text(moses_line(5000, "5 6", -1.0) + moses_line(3, "7", -1.0), encoding="utf-8")
+    assert read_nbest(path).ids.shape == (5001, 1, 2)
+    # 6000 lines of 50 tokens and one of 3000: [6000, 1, 3000] is 1.8e7 slots (> 2**24), for
+    # 303,000 tokens read (1.9e7 is 64 times that).
+    lines = [moses_line(s, " ".join(["5"] * 50), -1.0) for s in range(6000)]
+    lines[7] = moses_line(7, " ".join(["6"] * 3000), -1.0)
+    path.write_text("".join(lines), encoding="utf-8")
+    assert read_nbest(path).ids.shape == (6000, 1, 3000)
+    # With a few more tokens in that line it is refused, naming the line.
+    lines[7] = moses_line(7, " ".join(["6"] * 3300), -1.0)
+    path.write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"hypothesis ({path}:8) has L = 3300")):
+        read_nbest(path)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("num_sentences", -1, ValueError),
+        ("num_sentences", 2.0, TypeError),
+        ("max_length", 0, ValueError),
+        ("max_length", -1, ValueError),
+        ("max_length", "10", TypeError),
+    ],
+)
+def test_read_nbest_checks_its_bounds_before_reading(option, value, error, tmp_path):
+    with pytest.raises(error, match=option):
+        read_nbest(tmp_path / "never-read", **{option: value})  # no OSError: checked first
+
+
 # --------------------------------------------------------------------------------------------
 # SGNMT n-gram posterior files
 # --------------------------------------------------------------------------------------------

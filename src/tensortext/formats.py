@@ -202,17 +202,34 @@ def write_nbest(
             stream.write(f"{i} ||| {text} |||  ||| {score:.6f}\n")
 
 
+# A hypothesis as read: (token IDs, score, "file:line").
+_Hypothesis = tuple[list[int], float, str]
+
+# read_nbest pads to at most this many times the tokens it read (empty hypotheses count as one),
+# and always allows _ALWAYS_PADDED token slots (128 MiB of int64).
+_MAX_PADDING = 64
+_ALWAYS_PADDED = 2**24
+
+
 def read_nbest(
     path: str | os.PathLike[str],
     *,
     num_sentences: int | None = None,
     tokenize: Callable[[str], Sequence[int]] | None = None,
     max_hypotheses: int | None = None,
+    max_length: int | None = None,
     device: torch.device | str | None = None,
 ) -> Evidence:
     """Reads a Moses-style n-best file: ``id ||| tokens ||| features ||| score`` per line.
 
     Fields after the score (alignments) are ignored, and so are blank lines.
+
+    The evidence is dense, ``[B, M, L]`` (what :func:`~tensortext.lmbr.ngram_posteriors`
+    takes), so one outlier would pad every slot to its size: a runaway 100,000-token hypothesis
+    in a 20,000-sentence file asks for gigabytes, and so does a sentence id of ``10**8``. Such a
+    file is refused before anything is allocated: the padded ids may hold at most 64 times the
+    tokens read (an empty hypothesis counts as one), or ``2**24`` slots (128 MiB) whatever was
+    read. The error names the longest hypothesis's line and the largest sentence id's line.
 
     Args:
         path: The file; sentence ids are 0-based and lines of a sentence keep their order.
@@ -221,6 +238,8 @@ def read_nbest(
         tokenize: Maps the text field to token IDs; default: whitespace-separated integers.
         max_hypotheses: Keep at most this many hypotheses per sentence (the first ones);
             ``>= 1`` or ``None`` (all).
+        max_length: Cut every hypothesis to its first ``max_length`` tokens; ``>= 1`` or
+            ``None`` (keep whole hypotheses).
         device: Where the tensors go (CPU by default).
 
     Returns:
@@ -228,21 +247,78 @@ def read_nbest(
         lengths [B, M] int64, scores [B, M] float64)``, ``-inf`` scores marking absent slots.
 
     Raises:
-        TypeError: ``max_hypotheses`` not an int. ValueError: ``max_hypotheses < 1``, or
-            naming the file and line of a malformed entry.
+        TypeError: ``num_sentences``, ``max_hypotheses`` or ``max_length`` not an int.
+        ValueError: ``num_sentences < 0``, ``max_hypotheses < 1`` or ``max_length < 1`` (before
+            reading); a malformed entry or a sentence id ``>= num_sentences`` (naming the file
+            and line); or padding beyond the bound above.
     """
-    if max_hypotheses is not None:
-        # Checked before reading: a negative slice end would silently drop the last ones.
-        check_int("max_hypotheses", max_hypotheses, minimum=1)
-    by_sentence: dict[int, list[tuple[list[int], float]]] = {}
-    for line in _numbered_lines(path):
-        sentence, ids, score = _parse_nbest_line(*line, tokenize)
-        by_sentence.setdefault(sentence, []).append((ids, score))
-    count = max(by_sentence, default=-1) + 1 if num_sentences is None else num_sentences
-    if by_sentence and max(by_sentence) >= count:
-        raise ValueError(f"{path}: sentence id {max(by_sentence)} >= num_sentences={count}")
-    lists = [by_sentence.get(s, [])[:max_hypotheses] for s in range(count)]
-    return _pad_evidence(lists, device)
+    # Checked before reading: a negative slice end would silently drop the last ones.
+    for name, value, minimum in (
+        ("num_sentences", num_sentences, 0),
+        ("max_hypotheses", max_hypotheses, 1),
+        ("max_length", max_length, 1),
+    ):
+        if value is not None:
+            check_int(name, value, minimum=minimum)
+    by_sentence: dict[int, list[_Hypothesis]] = {}
+    for where, line in _numbered_lines(path):
+        sentence, ids, score = _parse_nbest_line(where, line, tokenize)
+        hyps = by_sentence.setdefault(sentence, [])
+        if max_hypotheses is None or len(hyps) < max_hypotheses:
+            hyps.append((ids[:max_length], score, where))
+    largest = max(by_sentence, default=-1)
+    count = largest + 1 if num_sentences is None else num_sentences
+    if largest >= count:
+        where = by_sentence[largest][0][2]
+        raise ValueError(f"{where}: sentence id {largest} >= num_sentences={count}")
+    _check_padding(path, by_sentence, count, given=num_sentences is not None)
+    return _pad_evidence([by_sentence.get(s, []) for s in range(count)], device)
+
+
+def _check_padding(
+    path: str | os.PathLike[str],
+    by_sentence: dict[int, list[_Hypothesis]],
+    count: int,
+    *,
+    given: bool,
+) -> None:
+    """Refuse evidence whose padded ids ``[B, M, L]`` dwarf what was read (see read_nbest).
+
+    The error names the dimensions that stand out (at least twice their mean, or the one that
+    stands out most), with the line responsible and the option that bounds it.
+    """
+    hyps = [hyp for sentence in by_sentence.values() for hyp in sentence]
+    M = max([len(sentence) for sentence in by_sentence.values()] + [1])
+    L = max([len(ids) for ids, _, _ in hyps] + [1])
+    read = sum(max(len(ids), 1) for ids, _, _ in hyps)
+    slots = count * M * L
+    if slots <= max(_ALWAYS_PADDED, _MAX_PADDING * read):
+        return
+    # (how far the dimension exceeds its mean, what to say about it)
+    causes: list[tuple[float, str]] = []
+    if given:
+        why = f"B = num_sentences={count}: pass the number of sentences the file has"
+    else:
+        why = (
+            f"B = 1 + the largest sentence id = {count} ({by_sentence[count - 1][0][2]}): ids "
+            "are 0-based sentence numbers; fix that id"
+        )
+    causes.append((count / max(len(by_sentence), 1), why))
+    if hyps:
+        longest = max(hyps, key=lambda hyp: len(hyp[0]))[2]
+        why = f"the longest hypothesis ({longest}) has L = {L} tokens: pass max_length="
+        causes.append((L * len(hyps) / read, why))
+        fullest = max(by_sentence, key=lambda s: len(by_sentence[s]))
+        why = f"sentence {fullest} has M = {M} hypotheses: pass max_hypotheses="
+        causes.append((M * len(by_sentence) / len(hyps), why))
+    causes.sort(key=lambda cause: -cause[0])
+    named = [why for ratio, why in causes[1:] if ratio >= 2]
+    raise ValueError(
+        f"{path}: padding the n-best lists to [B, M, L] = [{count}, {M}, {L}] would take "
+        f"{slots:,} token slots ({slots * 8 / 2**30:.1f} GiB) for {read:,} tokens read (the "
+        f"limit: {_MAX_PADDING} times the tokens read, or 2**24 slots); "
+        + "; ".join([causes[0][1], *named])
+    )
 
 
 def _numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
@@ -282,18 +358,16 @@ def _parse_nbest_line(
     return sentence, ids, score
 
 
-def _pad_evidence(
-    lists: list[list[tuple[list[int], float]]], device: torch.device | str | None
-) -> Evidence:
-    """``B`` lists of ``(ids, score)`` as padded :class:`~tensortext.lmbr.Evidence`."""
+def _pad_evidence(lists: list[list[_Hypothesis]], device: torch.device | str | None) -> Evidence:
+    """``B`` lists of ``(ids, score, where)`` as padded :class:`~tensortext.lmbr.Evidence`."""
     count = len(lists)
     M = max([len(hyps) for hyps in lists] + [1])
-    L = max([len(ids) for hyps in lists for ids, _ in hyps] + [1])
+    L = max([len(ids) for hyps in lists for ids, _, _ in hyps] + [1])
     ids_tensor = torch.full((count, M, L), PAD_ID, dtype=torch.int64)
     lengths = torch.zeros((count, M), dtype=torch.int64)
     scores = torch.full((count, M), -math.inf, dtype=torch.float64)
     for s, hyps in enumerate(lists):
-        for m, (ids, score) in enumerate(hyps):
+        for m, (ids, score, _) in enumerate(hyps):
             ids_tensor[s, m, : len(ids)] = torch.tensor(ids, dtype=torch.int64)
             lengths[s, m] = len(ids)
             scores[s, m] = score

@@ -63,14 +63,23 @@ def special_regex(tokens: AbstractSet[str]) -> re.Pattern[str]:
 def split_segments(
     texts: list[str], allowed: frozenset[str], specials: dict[str, int]
 ) -> tuple[list[str], list[int], list[int]]:
-    """Texts cut at allowed special tokens: ``(segments, special ID or -1, text index)``."""
+    """Texts cut at allowed special tokens: ``(segments, special ID or -1, text index)``.
+
+    tiktoken's scan: find the next special token of *any* kind; one that is not allowed stays
+    text and the scan resumes one character after its start. So a disallowed ``<tool>_call``
+    also hides the allowed ``<tool>`` it begins with (where tiktoken's hash-map order tries the
+    longer token first; we always do, as Hugging Face's leftmost-longest match).
+    """
     if not allowed:
         return texts, [-1] * len(texts), list(range(len(texts)))
-    finder = special_regex(allowed)
+    finder = special_regex(frozenset(specials))
     segments, special, owner = [], [], []
     for index, text in enumerate(texts):
-        last = 0
-        for match in finder.finditer(text):
+        last = resume = 0
+        while (match := finder.search(text, resume)) is not None:
+            resume = match.start() + 1
+            if match.group() not in allowed:
+                continue
             if match.start() > last:
                 segments.append(text[last : match.start()])
                 special.append(-1)
@@ -79,6 +88,7 @@ def split_segments(
             special.append(specials[match.group()])
             owner.append(index)
             last = match.end()
+            resume = max(resume, last)  # past the token (one on, if it is empty)
         segments.append(text[last:])  # possibly empty: keeps every text present
         special.append(-1)
         owner.append(index)

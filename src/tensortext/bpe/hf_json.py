@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tensortext.bpe.pretokenize import GPT2_PATTERN, PatternKind, split_sequence_kind
-from tensortext.bpe.vocab import TextOptions, Vocab, _require_every_byte
+from tensortext.bpe.vocab import (
+    TextOptions,
+    Vocab,
+    _require_every_byte,
+    check_ids,
+    short_repr,
+)
 
 __all__ = ["bytes_to_unicode", "read_hf_json"]
 
@@ -76,13 +82,26 @@ def read_hf_json(source: str | Path | Any) -> Vocab:
         source: a ``tokenizer.json`` path, a directory holding one, a ``tokenizers.Tokenizer``
             or a ``transformers`` ``PreTrainedTokenizerFast`` (duck-typed, not imported).
 
-    Merge ranks are the order of ``model.merges``; added tokens become special tokens.
+    Merge ranks are the order of ``model.merges``; added tokens become special tokens. Every ID
+    is checked before anything is sized by it (:func:`~tensortext.bpe.vocab.id_bound`).
 
     Raises:
         TypeError: for any other kind of ``source``.
-        ValueError: naming the source (and the setting) for anything not reproduced exactly.
+        ValueError: naming the source (and the setting) for anything not reproduced exactly,
+            and for a file whose layout is not ``tokenizer.json``'s.
     """
     spec, label, name = _load(source)
+    try:
+        return _vocab_of(spec, label, name)
+    except (AttributeError, KeyError, TypeError, IndexError) as error:
+        # The checks cover the fields that files get wrong; any other field of the wrong JSON
+        # type (a list for an object, a missing key) ends here, still naming the file.
+        problem = f"no key {error}" if isinstance(error, KeyError) else str(error)
+        raise ValueError(f"{label}: not laid out as a tokenizer.json ({problem})") from error
+
+
+def _vocab_of(spec: dict[str, Any], label: str, name: str) -> Vocab:
+    """:func:`read_hf_json` once ``spec`` is parsed: checks first, then the tables."""
     model = _supported_model(spec, label)
     kind, add_prefix_space = _pre_tokenizer_of(spec.get("pre_tokenizer"), label)
     options = TextOptions(
@@ -90,6 +109,8 @@ def read_hf_json(source: str | Path | Any) -> Vocab:
         add_prefix_space=add_prefix_space,
         **_post_processor_ids(spec.get("post_processor"), label),
     )
+    vocab = _model_vocab(model, spec, label)
+    added_tokens = _added_tokens(spec, vocab, label, normalized_ok=options.normalizer is None)
     char_to_byte = {char: byte for byte, char in bytes_to_unicode().items()}
 
     def to_bytes(text: str) -> bytes:
@@ -100,9 +121,7 @@ def read_hf_json(source: str | Path | Any) -> Vocab:
                 f"{label}: token {text!r} is not byte-level BPE (char {error})"
             ) from None
 
-    vocab: dict[str, int] = model.get("vocab") or {}
-    added_tokens = _added_tokens(spec, label, normalized_ok=options.normalizer is None)
-    size = max([*vocab.values(), *added_tokens.values()]) + 1
+    size = max([*vocab.values(), *added_tokens.values()]) + 1  # bounded by _model_vocab
     tokens: list[bytes | None] = [None] * size
     mergeable: dict[bytes, int] = {}
     for text, token_id in vocab.items():
@@ -128,24 +147,85 @@ def read_hf_json(source: str | Path | Any) -> Vocab:
     )
 
 
-def _added_tokens(spec: dict[str, Any], label: str, *, normalized_ok: bool) -> dict[str, int]:
-    """``added_tokens`` as ``content -> id``; settings that change where they match fail."""
+def _model_vocab(model: dict[str, Any], spec: dict[str, Any], label: str) -> dict[str, int]:
+    """``model.vocab``, its IDs checked: distinct ``int``s below the bound for all tokens."""
+    vocab = model.get("vocab")
+    if not isinstance(vocab, dict) or not vocab:
+        raise ValueError(
+            f"{label}: model.vocab is {short_repr(vocab)}; byte-level BPE needs an object "
+            "of tokens to IDs, the 256 single bytes among them"
+        )
+    added = spec.get("added_tokens")
+    count = len(vocab) + (len(added) if isinstance(added, list) else 0)
+    check_ids(vocab, f"{label}: model.vocab token", count, distinct=True)
+    return vocab
+
+
+def _added_tokens(
+    spec: dict[str, Any], vocab: dict[str, int], label: str, *, normalized_ok: bool
+) -> dict[str, int]:
+    """``added_tokens`` as ``content -> id``; settings that change where they match fail.
+
+    ``tokenizers`` ignores the ``id`` written in the file: a token in ``model.vocab`` keeps its
+    vocabulary ID; a repeated content keeps its first ID; an empty content is dropped; any other
+    takes ``len(vocab)``, or one more than the largest ID given so far if that is at least
+    ``len(vocab)``. A file whose ``id`` differs (``tokenizers`` warns and renumbers), or whose new
+    ID falls on a vocabulary token (``tokenizers`` gives two texts one ID), is refused.
+    """
+    entries = spec.get("added_tokens")
+    entries = [] if entries is None else entries
+    if not isinstance(entries, list):
+        raise ValueError(f"{label}: added_tokens is not a list")
     added: dict[str, int] = {}
-    for token in spec.get("added_tokens") or []:
-        content = token["content"]
-        for setting in ("lstrip", "rstrip", "single_word"):
-            if token.get(setting):
-                raise ValueError(
-                    f"{label}: added token {content!r} has {setting}=true; not supported"
-                )
-        if token.get("normalized") and not normalized_ok:
-            # HF matches such a token in the normalized text; we split tokens out first.
+    top = -1  # the largest added ID so far
+    vocab_ids = set(vocab.values())
+    for index, entry in enumerate(entries):
+        content, written = _added_entry(entry, f"{label}: added_tokens[{index}]", normalized_ok)
+        if not content:
+            continue  # tokenizers ignores an empty added token
+        if content in added:
+            token_id, why = added[content], "the ID of the same content earlier"
+        elif content in vocab:
+            token_id, why = vocab[content], "its ID in model.vocab"
+        else:
+            token_id = top + 1 if top >= len(vocab) else len(vocab)
+            why = f"the next ID after model.vocab's {len(vocab)} tokens and the added tokens before"
+        if written != token_id:
             raise ValueError(
-                f"{label}: added token {content!r} has normalized=true under a normalizer; "
-                "not supported"
+                f"{label}: added token {content!r:.80} has ID {short_repr(written)}, but "
+                f"tokenizers ignores it and gives {token_id} ({why}); set its id to {token_id}"
             )
-        added[content] = token["id"]
+        if content not in vocab and token_id in vocab_ids:
+            other = next(text for text, i in vocab.items() if i == token_id)
+            raise ValueError(
+                f"{label}: added token {content!r:.80} has ID {token_id}, the ID of model.vocab "
+                f"token {other!r:.80}; renumber model.vocab without gaps"
+            )
+        added.setdefault(content, token_id)
+        top = max(top, token_id)
     return added
+
+
+def _added_entry(entry: Any, where: str, normalized_ok: bool) -> tuple[str, Any]:
+    """``(content, ID as written)`` of one ``added_tokens`` entry (``where`` names it), its
+    settings checked."""
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} is {short_repr(entry)}, not an object")
+    content = entry.get("content")
+    if not isinstance(content, str):
+        raise ValueError(f"{where} has 'content' {short_repr(content)}; expected a string")
+    if type(entry.get("id")) is not int:
+        got = f"'id' {short_repr(entry['id'])}" if "id" in entry else "no 'id'"
+        raise ValueError(f"{where} ({content!r:.80}) has {got}; expected an integer 'id'")
+    for setting in ("lstrip", "rstrip", "single_word"):
+        if entry.get(setting):
+            raise ValueError(f"{where} {content!r} has {setting}=true; not supported")
+    if entry.get("normalized") and not normalized_ok:
+        # HF matches such a token in the normalized text; we split tokens out first.
+        raise ValueError(
+            f"{where} {content!r} has normalized=true under a normalizer; not supported"
+        )
+    return content, entry["id"]
 
 
 def _normalizer_of(
@@ -278,7 +358,9 @@ def _template_ids(post: dict[str, Any], label: str) -> dict[str, tuple[int, ...]
 
 def _supported_model(spec: dict[str, Any], label: str) -> dict[str, Any]:
     """``spec["model"]`` if it is a byte-level BPE this encoder reproduces; else a ValueError."""
-    model: dict[str, Any] = spec.get("model") or {}
+    model = spec.get("model")
+    if not isinstance(model, dict):
+        raise ValueError(f"{label}: model is {short_repr(model)}, not an object")
     if model.get("type") != "BPE":
         raise ValueError(f"{label}: model.type is {model.get('type')!r}; only 'BPE' is supported")
     for setting in ("dropout", "continuing_subword_prefix", "end_of_word_suffix"):
@@ -295,6 +377,8 @@ def _merge_pairs(
     merges: list[Any], vocab: dict[str, int], label: str
 ) -> dict[tuple[int, int], tuple[int, int]]:
     """``(left, right) -> (rank, merged)`` from HF's merge list (rank = position; first wins)."""
+    if not isinstance(merges, list):
+        raise ValueError(f"{label}: model.merges is {short_repr(merges)}, not a list")
     pairs: dict[tuple[int, int], tuple[int, int]] = {}
     for rank, merge in enumerate(merges):
         parts = merge.split(" ") if isinstance(merge, str) else list(merge)

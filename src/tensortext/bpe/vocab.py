@@ -10,6 +10,7 @@ import base64
 import binascii
 import gzip
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -24,6 +25,8 @@ __all__ = [
     "TextOptions",
     "Vocab",
     "bytes_to_unicode",
+    "check_ids",
+    "id_bound",
     "read_hf_json",
     "read_tiktoken_file",
     "sha256_of",
@@ -139,9 +142,17 @@ class Vocab:
         *,
         explicit_n_vocab: int | None = None,
     ) -> Vocab:
-        """A tiktoken vocabulary: rank = token ID; ``(a, b)`` merges if ``a + b`` is a token."""
+        """A tiktoken vocabulary: rank = token ID; ``(a, b)`` merges if ``a + b`` is a token.
+
+        Raises:
+            TypeError: if ``mergeable_ranks`` or ``special_tokens`` is not a dict of ``bytes``
+                or ``str`` keys.
+            ValueError: naming the token, for an ID that is not an ``int`` below
+                :func:`id_bound`, a rank used twice, a missing single byte, or an
+                ``explicit_n_vocab`` that disagrees.
+        """
         kind = pattern_kind(pat_str)
-        _require_every_byte(mergeable_ranks, f"{name}: mergeable_ranks")
+        _check_ranks(name, mergeable_ranks, special_tokens)
         size = max([*mergeable_ranks.values(), *special_tokens.values()]) + 1
         count = len(mergeable_ranks) + len(special_tokens)
         if explicit_n_vocab is not None and not explicit_n_vocab == size == count:
@@ -155,8 +166,6 @@ class Vocab:
             tokens[rank] = token
         ordinary_ids = set(mergeable_ranks.values())
         for text, token_id in special_tokens.items():
-            if token_id < 0:
-                raise ValueError(f"{name}: special token {text!r} has a negative ID {token_id}")
             if token_id in ordinary_ids:
                 raise ValueError(
                     f"{name}: special token {text!r} reuses ID {token_id} of a mergeable token"
@@ -173,6 +182,89 @@ class Vocab:
                 if left is not None and right is not None:
                     pairs[(left, right)] = (rank, rank)
         return cls(name, kind, tokens, dict(mergeable_ranks), pairs, dict(special_tokens))
+
+
+# Real vocabularies number their tokens densely from 0, with few gaps (o200k_base: 200,000 tokens
+# below 200,019; cl100k_base: 100,261 below 100,277), so an ID past this bound is a typo or a
+# hostile file. Every table sized by the largest ID (``Vocab.tokens``, the token offsets) then
+# stays within a small multiple of the input's own size, and IDs fit int32 (so the pair keys
+# ``left * n_vocab + right`` fit int64).
+ID_SLACK = 2**20
+
+
+def id_bound(count: int) -> int:
+    """The exclusive bound on the token IDs of ``count`` tokens: ``4 * count + 2**20``, at
+    most ``2**31``."""
+    return min(4 * count + ID_SLACK, 2**31)
+
+
+def id_bound_text(count: int) -> str:
+    """The bound as an error message states it, with the fix."""
+    return (
+        f"IDs must be integers in [0, {id_bound(count)}), the bound for {count} tokens "
+        "(4 * tokens + 2**20, at most 2**31); number the tokens from 0 with few gaps"
+    )
+
+
+def check_ids(ids: Mapping[Any, Any], what: str, count: int, *, distinct: bool = False) -> None:
+    """Check that every ID in ``ids`` (token -> ID) is an ``int`` in ``[0, id_bound(count))``
+    and, if ``distinct``, that no two tokens share one. A few passes in C when all is well; the
+    offending token is looked for only when not.
+
+    Raises:
+        ValueError: ``"{what} {token!r} has ID ..."`` naming the first bad token, or both tokens
+            of a shared ID.
+    """
+    values = ids.values()
+    bound = id_bound(count)
+    if not values or (
+        set(map(type, values)) == {int}
+        and min(values) >= 0
+        and max(values) < bound
+        and (not distinct or len(set(values)) == len(values))
+    ):
+        return
+    first: dict[int, Any] = {}
+    for token, token_id in ids.items():
+        if type(token_id) is not int or not 0 <= token_id < bound:
+            raise ValueError(
+                f"{what} {token!r:.80} has ID {short_repr(token_id)}; {id_bound_text(count)}"
+            )
+        if distinct and token_id in first:
+            raise ValueError(
+                f"{what}s {first[token_id]!r:.80} and {token!r:.80} share ID {token_id}"
+            )
+        first[token_id] = token
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)`` cut short (an int of thousands of digits has no printable repr)."""
+    if type(value) is int and value.bit_length() > 64:
+        bits = value.bit_length() - 1
+        return f"-2**{bits} or less" if value < 0 else f"2**{bits} or more"
+    return f"{value!r:.40}"
+
+
+def _check_ranks(name: str, mergeable_ranks: Any, special_tokens: Any) -> None:
+    """tiktoken's constructor arguments: ``bytes -> int`` and ``str -> int`` dicts whose IDs are
+    below :func:`id_bound`, every rank distinct and every single byte a token."""
+    for argument, value, key_type in (
+        ("mergeable_ranks", mergeable_ranks, bytes),
+        ("special_tokens", special_tokens, str),
+    ):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{argument} must be a dict, not {type(value).__name__}")
+        if not set(map(type, value)) <= {key_type}:
+            key = next((key for key in value if not isinstance(key, key_type)), None)
+            if key is not None:
+                raise TypeError(
+                    f"{argument} keys must be {key_type.__name__}, not {type(key).__name__} "
+                    f"({short_repr(key)})"
+                )
+    count = len(mergeable_ranks) + len(special_tokens)
+    check_ids(mergeable_ranks, f"{name}: mergeable_ranks token", count, distinct=True)
+    check_ids(special_tokens, f"{name}: special token", count)
+    _require_every_byte(mergeable_ranks, f"{name}: mergeable_ranks")
 
 
 def _require_every_byte(mergeable: dict[bytes, int], what: str) -> None:
@@ -203,8 +295,9 @@ def read_tiktoken_file(path: str | Path, *, expected_hash: str | None = None) ->
     """Read ``base64-token rank`` lines (tiktoken's format; gzip is detected).
 
     Raises:
-        ValueError: naming the file and line of a malformed line, a duplicate token or rank,
-            or a sha256 that differs from ``expected_hash`` (checked on the uncompressed bytes).
+        ValueError: naming the file and line of a malformed line, a duplicate token or rank, a
+            rank not below :func:`id_bound` of the file's token count, or a sha256 that differs
+            from ``expected_hash`` (checked on the uncompressed bytes).
     """
     path = Path(path)
     data = _read_bytes(path)
@@ -221,16 +314,17 @@ def read_tiktoken_file(path: str | Path, *, expected_hash: str | None = None) ->
         }
         valid = len(ranks) == len(lines) == len(set(ranks.values())) and b"" not in ranks
         valid = valid and min(ranks.values(), default=0) >= 0
+        valid = valid and max(ranks.values(), default=0) < id_bound(len(lines))
     except (binascii.Error, ValueError):
         valid = False
     if valid and ranks:
         return ranks
-    _locate_error(path, data)
+    _locate_error(path, data, len(lines))
     raise ValueError(f"{path}: no tokens found")
 
 
-def _locate_error(path: Path, data: bytes) -> None:
-    """Raise for the first malformed line of a tiktoken file (if there is one)."""
+def _locate_error(path: Path, data: bytes, count: int) -> None:
+    """Raise for the first malformed line of a tiktoken file of ``count`` tokens (if any)."""
     tokens: set[bytes] = set()
     seen_ranks: set[int] = set()
     for number, line in enumerate(data.splitlines(), 1):
@@ -247,7 +341,11 @@ def _locate_error(path: Path, data: bytes) -> None:
         if not token or token in tokens:
             raise ValueError(f"{path}:{number}: empty or duplicate token {fields[0][:40]!r}")
         if rank < 0 or rank in seen_ranks:
-            raise ValueError(f"{path}:{number}: negative or duplicate rank {rank}")
+            raise ValueError(f"{path}:{number}: negative or duplicate rank {short_repr(rank)}")
+        if rank >= id_bound(count):
+            raise ValueError(
+                f"{path}:{number}: rank {short_repr(rank)} is too large; {id_bound_text(count)}"
+            )
         tokens.add(token)
         seen_ranks.add(rank)
 

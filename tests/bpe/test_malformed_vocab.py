@@ -160,6 +160,7 @@ MALFORMED = {
     "vocab_id_str": (vocab_with(zz="258"), "model.vocab token 'zz' has ID '258'; IDs must be"),
     "vocab_id_float": (vocab_with(zz=258.0), "model.vocab token 'zz' has ID 258.0; IDs must be"),
     "vocab_ids_shared": (vocab_with(zz=256), "model.vocab tokens 'ab' and 'zz' share ID 256"),
+    "top_level_list": ([toy_spec()], "not a JSON tokenizer file (top level is not an object)"),
     "vocab_empty": (with_model(vocab={}, merges=[]), "model.vocab is {}; byte-level BPE needs"),
     "vocab_list": (with_model(vocab=[["a", 1]]), "model.vocab is [['a', 1]]; byte-level BPE"),
     "merges_str": (with_model(merges="a b"), "model.merges is 'a b', not a list"),

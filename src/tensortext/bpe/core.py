@@ -18,11 +18,14 @@ from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.merge import merge_serial
 from tensortext.bpe.merge_triton import triton_usable
 from tensortext.bpe.pretokenize import PatternKind
+from tensortext.bpe.short import ShortPath
 from tensortext.bpe.text import (
     AllowedSpecial,
     DisallowedSpecial,
     allowed_set,
+    as_bytes,
     check_disallowed,
+    check_text,
     check_texts,
     prepare_segments,
 )
@@ -190,7 +193,11 @@ class Encoding:
         Raises:
             ValueError: if ``text`` holds a disallowed special token, naming the keyword to pass.
         """
-        return self._encode_lists([_check_text(text)], allowed_special, disallowed_special)[0]
+        text = check_text(text)
+        ids = self._short_path.encode_checked(text, allowed_special, disallowed_special)
+        if ids is not None:  # short ASCII text: no tensor pass (tensortext.bpe.short)
+            return ids
+        return self._encode_lists([text], allowed_special, disallowed_special)[0]
 
     def encode_to_numpy(
         self,
@@ -237,7 +244,7 @@ class Encoding:
         """Stable tokens of ``text`` and every token sequence its unstable end could become
         when more text follows (as tiktoken; the completions come sorted)."""
         allowed = allowed_set(self._vocab, allowed_special)
-        check_disallowed(self._vocab, [_check_text(text)], allowed, disallowed_special)
+        check_disallowed(self._vocab, [check_text(text)], allowed, disallowed_special)
         return unstable.encode_with_unstable(self, text, allowed)
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
@@ -246,7 +253,7 @@ class Encoding:
         Raises:
             KeyError: if no single token has these bytes.
         """
-        data = _as_bytes(text_or_bytes, "text_or_bytes")
+        data = as_bytes(text_or_bytes, "text_or_bytes")
         token = self._vocab.mergeable.get(data)
         if token is None:
             special = data.decode("utf-8", errors="replace")
@@ -268,7 +275,7 @@ class Encoding:
         """:meth:`encode` as ``ids [L]`` int64 on ``device``; the keywords are
         :meth:`encode_batch_to_tensor`'s."""
         ids, _ = self.encode_batch_to_tensor(
-            [_check_text(text)],
+            [check_text(text)],
             device=device,
             allowed_special=allowed_special,
             disallowed_special=disallowed_special,
@@ -414,7 +421,7 @@ class Encoding:
 
     def _encode_single_piece(self, text_or_bytes: str | bytes) -> list[int]:
         """BPE of the bytes as one piece (no regex split, no special tokens)."""
-        data = _as_bytes(text_or_bytes, "text_or_bytes")
+        data = as_bytes(text_or_bytes, "text_or_bytes")
         whole = self._vocab.mergeable.get(data)
         return [whole] if whole is not None else self._byte_pair_encode(data)
 
@@ -422,16 +429,20 @@ class Encoding:
         """:meth:`encode_ordinary`, one piece at a time on the host (a slow reference)."""
         pieces = [
             piece
-            for segment in prepare_segments(self._vocab, [_check_text(text)], frozenset())[0]
+            for segment in prepare_segments(self._vocab, [check_text(text)], frozenset())[0]
             for piece in piece_texts(segment, self._vocab.kind)
         ]
         return [token for piece in pieces for token in self._encode_single_piece(piece)]
 
     def _encode_bytes(self, text: bytes) -> list[int]:
         """Tokens of bytes that may be invalid UTF-8 (tiktoken's private helper)."""
-        return unstable.encode_bytes(self, _as_bytes(text, "text"))
+        return unstable.encode_bytes(self, as_bytes(text, "text"))
 
     # ------------------------------------------------------------------ internals
+    @cached_property
+    def _short_path(self) -> ShortPath:
+        return ShortPath.for_vocab(self._vocab)
+
     @cached_property
     def _sorted_token_bytes(self) -> list[bytes]:
         return sorted(self._vocab.mergeable)
@@ -480,17 +491,3 @@ class Encoding:
         last, special = segments[0][-1], segments[1][-1]
         pieces = piece_texts(last, self._vocab.kind) if special < 0 else []
         return tokens, len(self._encode_single_piece(pieces[-1])) if pieces else 0
-
-
-def _check_text(text: object) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
-    return text
-
-
-def _as_bytes(value: object, name: str) -> bytes:
-    if isinstance(value, str):
-        return value.encode("utf-8", errors="surrogatepass")
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value)
-    raise TypeError(f"{name} must be str or bytes, got {type(value).__name__}")

@@ -140,8 +140,8 @@ def _vocab_of(spec: dict[str, Any], label: str, name: str) -> Vocab:
         kind=kind,
         tokens=tokens,
         mergeable=mergeable,
-        pairs=pairs,
         special_tokens=added_tokens,
+        merges=pairs,
         whole_piece_lookup=bool(model.get("ignore_merges", False)),
         options=options,
     )

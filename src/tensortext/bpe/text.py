@@ -24,7 +24,9 @@ __all__ = [
     "AllowedSpecial",
     "DisallowedSpecial",
     "allowed_set",
+    "as_bytes",
     "check_disallowed",
+    "check_text",
     "check_texts",
     "prepare_segments",
     "special_regex",
@@ -33,6 +35,21 @@ __all__ = [
     "to_utf8",
     "without_surrogates",
 ]
+
+
+def check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    return text
+
+
+def as_bytes(value: object, name: str) -> bytes:
+    """``value`` (str or bytes-like) as bytes; lone surrogates pass through as in tiktoken."""
+    if isinstance(value, str):
+        return value.encode("utf-8", errors="surrogatepass")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{name} must be str or bytes, got {type(value).__name__}")
 
 
 def check_texts(texts: object, name: str) -> list[str]:

@@ -48,32 +48,61 @@ class TextOptions:
     prefix_ids: tuple[int, ...] = ()
     suffix_ids: tuple[int, ...] = ()
 
+    @property
+    def active(self) -> bool:
+        """Whether any option changes the text or the IDs."""
+        return bool(self.normalizer or self.add_prefix_space or self.prefix_ids or self.suffix_ids)
+
 
 @dataclass
 class Vocab:
     """A byte-level BPE vocabulary.
 
-    ``tokens[i]`` is the bytes of token ``i`` (``None`` for an unused ID); ``pairs`` maps
-    ``(left_id, right_id)`` to ``(rank, merged_id)``; ``special_tokens`` maps text to ID.
+    ``tokens[i]`` is the bytes of token ``i`` (``None`` for an unused ID); ``mergeable`` maps
+    every ordinary token's bytes to its ID; ``special_tokens`` maps text to ID. ``merges`` maps
+    ``(left_id, right_id)`` to ``(rank, merged_id)`` for a vocabulary with a merges list (HF);
+    ``None`` is tiktoken's rule, rank = ID and ``(a, b)`` merges if ``a + b`` is a token.
     """
 
     name: str
     kind: PatternKind
     tokens: list[bytes | None]
     mergeable: dict[bytes, int]
-    pairs: dict[tuple[int, int], tuple[int, int]]
     special_tokens: dict[str, int]
+    merges: dict[tuple[int, int], tuple[int, int]] | None = None
     whole_piece_lookup: bool = True
     options: TextOptions = TextOptions()
     _tables: dict[str, MergeTables] = field(default_factory=dict, repr=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle without the cached device tables (rebuilt on first use)."""
-        return {**self.__dict__, "_tables": {}}
+        """Pickle without the cached tables (rebuilt on first use)."""
+        state = {**self.__dict__, "_tables": {}}
+        state.pop("pairs", None)
+        return state
 
     @property
     def n_vocab(self) -> int:
         return len(self.tokens)
+
+    @property
+    def ranks_are_ids(self) -> bool:
+        """tiktoken's rule: a token's ID is its merge rank."""
+        return self.merges is None
+
+    @cached_property
+    def pairs(self) -> dict[tuple[int, int], tuple[int, int]]:
+        """``(left_id, right_id) -> (rank, merged_id)``: ``merges``, or tiktoken's rule applied
+        to every token's cuts (built on first use: a third of a second for cl100k_base)."""
+        if self.merges is not None:
+            return self.merges
+        pairs: dict[tuple[int, int], tuple[int, int]] = {}
+        get = self.mergeable.get
+        for token, rank in self.mergeable.items():
+            for cut in range(1, len(token)):
+                left, right = get(token[:cut]), get(token[cut:])
+                if left is not None and right is not None:
+                    pairs[(left, right)] = (rank, rank)
+        return pairs
 
     @cached_property
     def byte_ids(self) -> list[int]:
@@ -174,14 +203,7 @@ class Vocab:
             # <|reserved_200018|>); decoding gives the first one's text.
             if tokens[token_id] is None:
                 tokens[token_id] = text.encode("utf-8")
-        pairs: dict[tuple[int, int], tuple[int, int]] = {}
-        get = mergeable_ranks.get
-        for token, rank in mergeable_ranks.items():
-            for cut in range(1, len(token)):
-                left, right = get(token[:cut]), get(token[cut:])
-                if left is not None and right is not None:
-                    pairs[(left, right)] = (rank, rank)
-        return cls(name, kind, tokens, dict(mergeable_ranks), pairs, dict(special_tokens))
+        return cls(name, kind, tokens, dict(mergeable_ranks), dict(special_tokens))
 
 
 # Real vocabularies number their tokens densely from 0, with few gaps (o200k_base: 200,000 tokens

@@ -9,11 +9,19 @@ each, cut at codepoint boundaries. For each (encoding, B, S) point it reports MB
 to tiktoken's IDs. Byte mode (``pretokenize="bytes"``, BlockBPE's method) also gets the paper's
 Levenshtein similarity ``1 - lev(ours, tiktoken) / max(len)``, averaged over up to 64 rows.
 
-The CPU baselines use every host core: tiktoken ``encode_ordinary_batch(num_threads=cores)``,
-HF ``Tokenizer.encode_batch`` (its own thread pool; the tokenizer.json is transformers'
-``TikTokenConverter`` output for the same ranks), bpe-openai ``encode_ordinary_batch`` and
-quicktok ``encode_batch`` (its thread pool). Ours runs on ``--device`` (CPU: torch threads =
-cores unless ``--threads``).
+The CPU baselines use every host core, or ``--threads``: tiktoken
+``encode_ordinary_batch(num_threads=...)``, HF ``Tokenizer.encode_batch`` (its own thread pool;
+the tokenizer.json is transformers' ``TikTokenConverter`` output for the same ranks),
+bpe-openai ``encode_ordinary_batch`` and quicktok ``encode_batch`` (its thread pool). Ours:
+
+* ``ours_host``: ``encode_ordinary_batch``, tiktoken's call (the host encoder, one core; its
+  piece cache is warm after the warm-up call); ``ours_host_cold`` empties the cache first;
+* ``ours_tensor``: ``encode_batch_to_tensor`` on ``--device`` (CPU: torch threads = cores
+  unless ``--threads``); ``ours_bytes``: the same with BlockBPE's byte split.
+
+Then, unless ``--quick``: throughput against document length (``B`` texts of ``S`` bytes,
+about 1 MB per point), the worst cases of issue 13 (long single pieces), the warm
+``encode("hello world")`` and ``get_encoding`` + first ``encode`` in a fresh process.
 
 Usage (from the repository root)::
 
@@ -31,7 +39,10 @@ import gzip
 import itertools
 import os
 import random
+import string
+import subprocess
 import sys
+import timeit
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -117,14 +128,14 @@ def hf_tokenizer(name: str) -> Any:
 
 
 def baselines(
-    name: str, skip: set[str]
+    name: str, skip: set[str], threads: int
 ) -> tuple[dict[str, Callable[[list[str]], list[list[int]]]], dict[str, str]]:
     """Encoders ``texts -> IDs`` (the call we time; :func:`as_lists` reads what they return),
     and the baselines that are unavailable, with why."""
     fns: dict[str, Callable[[list[str]], list[list[int]]]] = {}
     missing: dict[str, str] = {}
     ref = tiktoken_reference(name)
-    fns["tiktoken"] = lambda texts: ref.encode_ordinary_batch(texts, num_threads=CORES)
+    fns["tiktoken"] = lambda texts: ref.encode_ordinary_batch(texts, num_threads=threads)
 
     def load_hf() -> Callable[[list[str]], Any]:
         tok = hf_tokenizer(name)
@@ -134,7 +145,7 @@ def baselines(
         import bpe_openai
 
         enc = bpe_openai.get_encoding(name)
-        return lambda texts: enc.encode_ordinary_batch(texts, num_threads=CORES)
+        return lambda texts: enc.encode_ordinary_batch(texts, num_threads=threads)
 
     def load_quicktok() -> Callable[[list[str]], Any]:
         import quicktok
@@ -261,10 +272,42 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot(rows: list[dict[str, Any]], info: common.DeviceInfo, path: Path) -> Path:
+def markdown_extras(payload: dict[str, Any]) -> str:
+    """The worst cases and small inputs as markdown tables (seconds; microseconds)."""
+    lines = ["| encoding | worst case | tiktoken s | ours_host s | ours_tensor s | identical |",
+             "|---|---|---:|---:|---:|---|"]  # fmt: skip
+    for row in payload.get("worst_cases", []):
+        seconds = row["seconds"]
+        cells = [f"{v:.3f}" if isinstance(v, float) else "-" for v in seconds.values()]
+        same = "yes" if all(row["identical"].values()) else f"NO {row['identical']}"
+        lines.append(f"| {row['encoding']} | {row['case']} | " + " | ".join(cells) + f" | {same} |")
+    lines += ["", "| encoding | warm encode('hello world') us, tiktoken / ours | get_encoding + "
+              "first encode s, tiktoken / ours |", "|---|---:|---:|"]  # fmt: skip
+    for row in payload.get("small_inputs", []):
+        warm, start = row["warm_us"], row["startup_s"]
+        lines.append(f"| {row['encoding']} | {warm['tiktoken']:.1f} / {warm['ours']:.1f} | "
+                     f"{start['tiktoken']:.3f} / {start['ours']:.3f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def plot(
+    rows: list[dict[str, Any]], sweep: list[dict[str, Any]], info: common.DeviceInfo, path: Path
+) -> Path:
     names = list(dict.fromkeys(row["encoding"] for row in rows))
-    fig, axes = common.new_figure(len(names), width=6.5)
-    for ax, name in zip(axes, names, strict=True):
+    fig, axes = common.new_figure(len(names) * (2 if sweep else 1), width=6.5)
+    for ax, name in zip(axes[len(names) :], names, strict=False):
+        points = [r for r in sweep if r["encoding"] == name]
+        for key in dict.fromkeys(k for r in points for k in r["impls"]):
+            xs = [r["size"] for r in points]
+            ys = [r["impls"].get(key, {}).get("mb_per_s", float("nan")) for r in points]
+            ax.plot(xs, ys, marker="o", label=key)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("document length S (bytes); B = 1 MB / S")
+        ax.set_ylabel("MB/s (median)")
+        ax.set_title(f"{name}: throughput vs document length, {info.name}", fontsize=8)
+        ax.legend(fontsize=7)
+    for ax, name in zip(axes, names, strict=False):
         points = [r for r in rows if r["encoding"] == name]
         labels = [f"{r['batch']}x{r['size']}" for r in points]
         keys = list(dict.fromkeys(k for r in points for k in r["impls"]))
@@ -310,6 +353,121 @@ def ours(enc: Any, dev: torch.device, pretokenize: str) -> Callable[[list[str]],
                                                     pretokenize=pretokenize)  # fmt: skip
 
 
+def ours_host(enc: Any, cold: bool = False) -> Callable[[list[str]], Any]:
+    def encode(texts: list[str]) -> Any:
+        if cold:
+            enc._host.cache.clear()
+        return enc.encode_ordinary_batch(texts)
+
+    return encode
+
+
+def our_encoders(name: str, dev: torch.device) -> dict[str, Callable[[list[str]], Any]]:
+    enc = get_encoding(name)
+    return {
+        "ours_host": ours_host(enc),
+        "ours_host_cold": ours_host(enc, cold=True),
+        "ours_tensor": ours(enc, dev, "regex"),
+        "ours_bytes": ours(enc, dev, "bytes"),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Document length, worst cases, small inputs
+# --------------------------------------------------------------------------------------------
+
+LENGTHS = [64, 256, 1024, 4096, 16384, 65536, 262144, 1048576]
+WORST_CASES: dict[str, Callable[[random.Random], str]] = {
+    "200k random CJK (one piece)": lambda rng: "".join(
+        chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(200_000)
+    ),
+    "1 MB random a-z (one piece)": lambda rng: "".join(
+        rng.choices(string.ascii_lowercase, k=1_000_000)
+    ),
+    "1 MB of one character": lambda rng: "a" * 1_000_000,
+}
+STARTUP = """
+import sys, time
+sys.path.insert(0, {tests!r})
+import tiktoken, torch, tensortext.bpe
+from oracles.bpe import tiktoken_reference
+torch.set_num_threads(1)
+which, name = sys.argv[1], sys.argv[2]
+start = time.perf_counter()
+if which == "tiktoken":
+    tiktoken_reference(name).encode("hello world")
+else:
+    tensortext.bpe.get_encoding(name).encode("hello world")
+print(time.perf_counter() - start)
+"""
+
+
+def length_sweep(
+    name: str, stream: bytes, fns: dict[str, Callable[[list[str]], Any]], args: argparse.Namespace,
+    dev: torch.device,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """MB/s against document length: ``B`` texts of ``S`` bytes, ``B * S`` about 1 MB."""
+    keep = ("tiktoken", "quicktok", "ours_host", "ours_host_cold", "ours_tensor")
+    chosen = {key: fn for key, fn in fns.items() if key in keep}
+    rows = []
+    for size in LENGTHS:
+        row = run_point(name, max(1, 2**20 // size), size, stream, chosen, args, dev)
+        row["sweep"] = True
+        print_row(row)
+        rows.append(row)
+    return rows
+
+
+def worst_cases(name: str, args: argparse.Namespace, dev: torch.device) -> list[dict[str, Any]]:
+    """Long single pieces: seconds for tiktoken ``encode_ordinary``, ours (host encoder, then
+    the tensor engine), outputs checked identical."""
+    enc, ref = get_encoding(name), tiktoken_reference(name)
+    rows = []
+    for label, make in WORST_CASES.items():
+        text = make(random.Random(0))
+        timed = {
+            "tiktoken": lambda text=text: ref.encode_ordinary(text),
+            "ours_host": lambda text=text: enc.encode_ordinary(text),
+            "ours_tensor": lambda text=text: enc.encode_batch_to_tensor(
+                [text], device=dev, disallowed_special=()
+            ),
+        }
+        timings, errors = common.time_interleaved(
+            timed, warmup={"tiktoken": 1, "ours_host": 1, "ours_tensor": 0}, repeat=3,
+            device=dev, budget_s=args.budget,
+        )  # fmt: skip
+        expected = timings["tiktoken"].value
+        row: dict[str, Any] = {"encoding": name, "case": label, "seconds": {}, "identical": {}}
+        for key in timed:
+            if key in errors:
+                row["seconds"][key] = repr(errors[key])
+                continue
+            row["seconds"][key] = timings[key].median_s
+            row["identical"][key] = as_lists([timings[key].value])[0] == expected
+        cells = " | ".join(f"{k} {v:.3f}s" for k, v in row["seconds"].items())
+        print(f"{name:12s} {label:30s} {cells}", flush=True)
+        rows.append(row)
+    return rows
+
+
+def small_inputs(name: str) -> dict[str, Any]:
+    """Warm ``encode("hello world")`` in microseconds, and ``get_encoding`` (tiktoken: its
+    constructor on the same files) + first ``encode`` in seconds, in a fresh process."""
+    enc, ref = get_encoding(name), tiktoken_reference(name)
+    row: dict[str, Any] = {"encoding": name, "warm_us": {}, "startup_s": {}}
+    for key, fn in (("tiktoken", ref.encode), ("ours", enc.encode)):
+        fn("hello world")
+        number = 20_000
+        best = min(timeit.repeat(lambda fn=fn: fn("hello world"), number=number, repeat=5))
+        row["warm_us"][key] = best / number * 1e6
+        command = [sys.executable, "-c", STARTUP.format(tests=str(ROOT / "tests")), key, name]
+        runs = [subprocess.run(command, capture_output=True, text=True, check=True) for _ in "abc"]
+        row["startup_s"][key] = sorted(float(done.stdout) for done in runs)[1]
+    print(f"{name:12s} encode('hello world') warm us: {row['warm_us']}; "
+          f"get_encoding + first encode s: {row['startup_s']}", flush=True)  # fmt: skip
+    return row
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report is not None:
@@ -328,13 +486,16 @@ def main(argv: list[str] | None = None) -> int:
         "unavailable": {},
         "rows": [],
     }
+    threads = args.threads if args.threads is not None else CORES
+    payload["baseline_threads"] = threads
+    for key in ("length_sweep", "worst_cases", "small_inputs"):
+        payload[key] = []
     for name in args.encodings:
-        fns, missing = baselines(name, set(args.skip))
+        fns, missing = baselines(name, set(args.skip), threads)
         payload["unavailable"][name] = missing
         for key, why in missing.items():
             print(f"{name}: {key} unavailable ({why})")
-        fns["ours_regex"] = ours(get_encoding(name), run.device, "regex")
-        fns["ours_bytes"] = ours(get_encoding(name), run.device, "bytes")
+        fns.update(our_encoders(name, run.device))
         for size in args.sizes:
             for batch in args.batches:
                 if run.out_of_time():
@@ -344,9 +505,18 @@ def main(argv: list[str] | None = None) -> int:
                 payload["rows"].append(row)
                 print_row(row)
                 common.write_json(run.json_path, payload)
+        if args.quick or run.out_of_time():
+            continue
+        payload["small_inputs"].append(small_inputs(name))
+        payload["worst_cases"] += worst_cases(name, args, run.device)
+        payload["length_sweep"] += length_sweep(name, stream, fns, args, run.device)
+        common.write_json(run.json_path, payload)
     print(markdown(payload["rows"]))
+    print(markdown_extras(payload))
     print(f"wrote {run.json_path}")
-    common.write_plot(args, lambda: plot(payload["rows"], run.info, run.png_path))
+    common.write_plot(
+        args, lambda: plot(payload["rows"], payload["length_sweep"], run.info, run.png_path)
+    )
     return 0
 
 

@@ -57,10 +57,14 @@ def assert_same_ids(name: str, text: str, got: Sequence[int], expected: Sequence
 
 
 def check_parity(name: str, text: str, **kwargs: Any) -> list[int]:
+    """``encode`` (the host encoder) and ``encode_batch_to_tensor`` (the tensor engine) both
+    equal tiktoken's ``encode``."""
     enc, ref = encodings(name)
     expected = ref.encode(text, **kwargs)
     got = enc.encode(text, **kwargs)
     assert_same_ids(name, text, got, expected)
+    ids, lengths = enc.encode_batch_to_tensor([text], **kwargs)
+    assert_same_ids(name, text, ids[0, : lengths[0]].tolist(), expected)
     return got
 
 

@@ -37,6 +37,7 @@ from oracles.bpe import (
 from strategies import DEVICES, MAX_EXAMPLES, SETTINGS
 
 from tensortext.bpe import Encoding, merge_pieces, merge_serial
+from tensortext.bpe.host import merge_by_rank
 from tensortext.bpe.pretokenize import CL100K_PATTERN, LLAMA3_PATTERN
 from tensortext.bpe.vocab import Vocab
 
@@ -178,6 +179,45 @@ def test_merge_serial_matches_naive(vocab: tuple[list[str], Ranks], data: st.Dat
         expected = naive_byte_pair_merge(ranks, piece)
         got = merge_serial(piece, byte_ids, pairs)
         assert got == expected, f"piece {piece!r}: {got} != {expected}\n  {describe(ranks)}"
+
+
+@SETTINGS
+@given(vocab=toy_vocabs(), data=st.data())
+def test_merge_by_rank_matches_naive(vocab: tuple[list[str], Ranks], data: st.DataObject) -> None:
+    """The host encoder's rank-at-a-time merge, irregular vocabularies included (random ranks
+    make merges that create pairs of ranks already passed: the heap then finishes)."""
+    chars, ranks = vocab
+    units = sorted({bytes([b]) for char in chars for b in char.encode("utf-8")})
+    tokens: list[bytes | None] = [None] * (max(ranks.values()) + 1)
+    for token, rank in ranks.items():
+        tokens[rank] = token
+    pieces = data.draw(st.lists(st.lists(st.sampled_from(units), max_size=60), max_size=6))
+    for piece in map(b"".join, pieces):
+        expected = naive_byte_pair_merge(ranks, piece)
+        got = merge_by_rank(piece, ranks, tokens)
+        assert got == expected, f"piece {piece!r}: {got} != {expected}\n  {describe(ranks)}"
+
+
+def test_merge_by_rank_irregular_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bc`` (rank 300) merges first; then ``a`` + ``bc`` = ``abc`` has rank 290, below it:
+    the sequential order continues with the heap."""
+    import tensortext.bpe.host as host
+
+    calls: list[list[bytes]] = []
+    original = host._merge_with_heap
+
+    def counting(parts: list[bytes], ranks: Ranks) -> list[int]:
+        calls.append(list(parts))
+        return original(parts, ranks)
+
+    monkeypatch.setattr(host, "_merge_with_heap", counting)
+    ranks = {**byte_ranks({290, 300, 310}), b"bc": 300, b"abc": 290, b"ab": 310}
+    tokens: list[bytes | None] = [None] * 311
+    for token, rank in ranks.items():
+        tokens[rank] = token
+    for piece in [b"abc", b"abcabc", b"aabcc", b"xabcbcab"]:
+        assert merge_by_rank(piece, ranks, tokens) == naive_byte_pair_merge(ranks, piece), piece
+    assert calls and calls[0] == [b"a", b"bc"]
 
 
 @st.composite
@@ -555,9 +595,10 @@ def test_long_pieces_finish_sequentially(monkeypatch: pytest.MonkeyPatch) -> Non
     rng = random.Random(0)
     text = "".join(chr(rng.randrange(0x4E00, 0x4E00 + 3000)) for _ in range(3000))
     for name in ("cl100k_base", "o200k_base"):
-        assert get_encoding(name).encode_ordinary(text) == tiktoken_reference(name).encode_ordinary(
-            text
-        )
+        expected = tiktoken_reference(name).encode_ordinary(text)
+        assert get_encoding(name).encode_ordinary(text) == expected  # the host encoder
+        ids, lengths = get_encoding(name).encode_batch_to_tensor([text], disallowed_special=())
+        assert ids[0, : lengths[0]].tolist() == expected  # the tensor engine
     assert calls, "the pass limit was never reached: the sequential continuation is untested"
 
 

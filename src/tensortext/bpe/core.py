@@ -15,10 +15,10 @@ from tensortext.bpe import unstable
 from tensortext.bpe.decoding import decode_padded, token_bytes
 from tensortext.bpe.engine import MergeBackend, Segments, encode_flat, pad_flat, piece_texts
 from tensortext.bpe.hf_json import read_hf_json
+from tensortext.bpe.host import HostEncoder
 from tensortext.bpe.merge import merge_serial
 from tensortext.bpe.merge_triton import triton_usable
 from tensortext.bpe.pretokenize import PatternKind
-from tensortext.bpe.short import ShortPath
 from tensortext.bpe.text import (
     AllowedSpecial,
     DisallowedSpecial,
@@ -193,11 +193,7 @@ class Encoding:
         Raises:
             ValueError: if ``text`` holds a disallowed special token, naming the keyword to pass.
         """
-        text = check_text(text)
-        ids = self._short_path.encode_checked(text, allowed_special, disallowed_special)
-        if ids is not None:  # short ASCII text: no tensor pass (tensortext.bpe.short)
-            return ids
-        return self._encode_lists([text], allowed_special, disallowed_special)[0]
+        return self._encode_lists([check_text(text)], allowed_special, disallowed_special)[0]
 
     def encode_to_numpy(
         self,
@@ -440,8 +436,8 @@ class Encoding:
 
     # ------------------------------------------------------------------ internals
     @cached_property
-    def _short_path(self) -> ShortPath:
-        return ShortPath.for_vocab(self._vocab)
+    def _host(self) -> HostEncoder:
+        return HostEncoder(self._vocab)
 
     @cached_property
     def _sorted_token_bytes(self) -> list[bytes]:
@@ -472,7 +468,10 @@ class Encoding:
         return self._rows(prepare_segments(self._vocab, texts, allowed), len(texts))
 
     def _rows(self, segments: Segments, n_texts: int) -> list[list[int]]:
-        """The tokens of each of ``n_texts`` texts given as segments, encoded on the CPU."""
+        """The tokens of each of ``n_texts`` texts given as segments, encoded on the CPU (by
+        the host encoder where it applies: the same IDs, without tensor passes)."""
+        if self._host.usable:
+            return self._host.rows(segments, n_texts)
         tokens, lengths = encode_flat(
             self._vocab, segments, n_texts, torch.device("cpu"), self._vocab.kind
         )

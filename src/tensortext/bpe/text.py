@@ -10,6 +10,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Sequence
 from collections.abc import Set as AbstractSet
+from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -72,8 +73,11 @@ def without_surrogates(texts: list[str]) -> list[str]:
     return texts
 
 
-def special_regex(tokens: AbstractSet[str]) -> re.Pattern[str]:
-    # Longest first, so a special token that extends another wins (leftmost-longest).
+@lru_cache(maxsize=64)
+def special_regex(tokens: frozenset[str]) -> re.Pattern[str]:
+    """A pattern finding any of ``tokens``, built once per set (o200k_harmony has a thousand).
+
+    Longest first, so a special token that extends another wins (leftmost-longest)."""
     return re.compile("|".join(re.escape(token) for token in sorted(tokens, key=len, reverse=True)))
 
 
@@ -128,10 +132,12 @@ def allowed_set(vocab: Vocab, allowed_special: AllowedSpecial) -> frozenset[str]
     """The allowed special tokens (names that are no special token are ignored, as in
     tiktoken)."""
     if allowed_special == "all":
-        return frozenset(vocab.special_tokens)
+        return vocab.special_set
     if isinstance(allowed_special, str) or not isinstance(allowed_special, Collection):
         raise TypeError("allowed_special must be 'all' or a set of special-token strings")
-    return frozenset(allowed_special) & frozenset(vocab.special_tokens)
+    if not allowed_special:
+        return frozenset()
+    return frozenset(allowed_special) & vocab.special_set
 
 
 def check_disallowed(
@@ -140,7 +146,7 @@ def check_disallowed(
     """Raise ``ValueError`` for the first disallowed special token in ``texts``, naming the
     keyword that would allow it or encode it as text."""
     if disallowed_special == "all":
-        disallowed = frozenset(vocab.special_tokens) - allowed
+        disallowed = vocab.special_set - allowed if allowed else vocab.special_set
     elif isinstance(disallowed_special, str) or not isinstance(disallowed_special, Collection):
         raise TypeError("disallowed_special must be 'all' or a collection of strings")
     else:

@@ -24,6 +24,7 @@ __all__ = [
     "TABLE_PATH",
     "UPPER",
     "codepoint_flags",
+    "flag_runs",
     "table_label",
 ]
 
@@ -64,6 +65,14 @@ def _table(device: torch.device) -> torch.Tensor:
     starts, values, _ = _runs()
     widths = torch.diff(starts, append=torch.tensor([0x110000]))
     return torch.repeat_interleave(values.to(torch.uint8), widths).to(device)  # [0x110000]
+
+
+@lru_cache(maxsize=1)
+def flag_runs() -> tuple[tuple[int, int], ...]:
+    """The table as ``(first codepoint, flags)`` runs, in order (each run ends where the next
+    starts; the last at ``0x110000``)."""
+    starts, values, _ = _runs()
+    return tuple(zip(starts.tolist(), values.tolist(), strict=True))
 
 
 def table_label() -> str:

@@ -84,6 +84,11 @@ class Vocab:
     def n_vocab(self) -> int:
         return len(self.tokens)
 
+    @cached_property
+    def special_set(self) -> frozenset[str]:
+        """The special tokens' texts."""
+        return frozenset(self.special_tokens)
+
     @property
     def ranks_are_ids(self) -> bool:
         """tiktoken's rule: a token's ID is its merge rank."""

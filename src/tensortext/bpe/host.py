@@ -1,0 +1,444 @@
+"""The host encoder: tiktoken's IDs on the CPU from the standard library's ``re`` and a dict.
+
+On a CPU, the tensor engine (:mod:`tensortext.bpe.engine`) pays for its generality: dozens of
+small torch calls per batch (a millisecond before the first byte) and passes over every byte
+that a dictionary lookup would skip. Real text is mostly pieces seen before, so the CPU path is:
+
+1. split each ordinary segment with the encoding's own regex, translated for Python's ``re``
+   (:func:`host_pattern`; C speed);
+2. look each piece up in a bounded cache of earlier pieces, then in the vocabulary (a whole
+   token), and only then merge its bytes (a heap, ``O(n log n)``).
+
+The translation is exact, not an approximation: ``\\p{L}``, ``\\p{N}``, ``\\s`` (White_Space),
+... become explicit codepoint classes built from the same Unicode table as the tensor engine
+(:mod:`tensortext.bpe.unicode`, tiktoken's Unicode version), so the two engines cut the same
+pieces. The classes' Basic Multilingual Plane part compiles to ``re``'s two-level bitmap; the
+rest (letters of historic scripts, emoji planes) is tried only for codepoints beyond U+FFFF.
+``tests/bpe/test_host.py`` compares both engines with tiktoken, ``tokenizers`` and the ``regex``
+module on random text.
+
+Used by :class:`~tensortext.bpe.Encoding`'s list-returning methods when the patterns are known
+(:data:`~tensortext.bpe.pretokenize.PATTERNS`) and Python has possessive quantifiers (3.11);
+the tensor engine does everything else, and all of ``encode_batch_to_tensor``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Sequence
+from functools import cache, cached_property, lru_cache
+from itertools import chain
+from typing import TYPE_CHECKING
+
+from tensortext.bpe.merge import merge_serial
+from tensortext.bpe.pretokenize import PATTERNS
+from tensortext.bpe.unicode import (
+    LETTER,
+    LOWER,
+    MARK,
+    NUMBER,
+    OTHER_LETTER,
+    SPACE,
+    UPPER,
+    flag_runs,
+)
+
+if TYPE_CHECKING:
+    from tensortext.bpe.engine import Segments
+    from tensortext.bpe.vocab import Vocab
+
+__all__ = ["HostEncoder", "host_pattern"]
+
+_CACHE_LIMIT = 1 << 16
+"""Pieces remembered per encoding (the cache is emptied when full: no unbounded growth)."""
+_CACHED_PIECE_CHARS = 64
+"""Longer pieces are not cached (the cache then holds at most a few MB)."""
+
+# The regex the tiktoken engine runs for each split kind (the rules, not a user's spelling).
+_KIND_PATTERNS = {kind: pattern for pattern, kind in reversed(PATTERNS.items())}
+
+# A class item -> the table flags it stands for. Lu/Lt and Lm/Lo share a flag, so they are
+# translated only together (as every known pattern uses them).
+_PROPERTIES = {"L": LETTER, "N": NUMBER, "M": MARK, "Ll": LOWER}
+_PROPERTY_PAIRS = {("Lu", "Lt"): UPPER, ("Lm", "Lo"): OTHER_LETTER}
+_SIMPLE_ESCAPES = {"r": "\r", "n": "\n", "t": "\t", "f": "\f", "v": "\v"}
+_LITERAL_ESCAPES = frozenset("'\\/-$.^|?*+()[]{} ")
+_ITEM = re.compile(r"\\p\{(\w+)\}|\\([sS])|\\(.)|(.)", re.DOTALL)
+_BMP_END = 0x10000
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+# A piece boundary in every pattern of PATTERNS: a lone newline after a character that is not
+# whitespace ends a piece (a punctuation run takes it, or it is a piece of its own), and a letter
+# after it starts one (letter pieces' optional first character is never a newline). No pattern
+# looks behind, and at the end of a chunk ``\s++$`` matches that lone newline, as ``\s`` or
+# ``\s*[\r\n]`` does in the whole text. (BMP classes: beyond U+FFFF, no boundary is claimed.)
+_CHUNK_BOUNDARY = r"(?<=[^\s]\n)(?=\p{L})"
+_SURROGATES = (0xD800, 0xDFFF)
+
+
+def host_pattern(pat_str: str, *, below: int = 0x110000) -> re.Pattern[str] | None:
+    """``pat_str`` (a tiktoken/fancy-regex pattern) as an equivalent Python ``re`` pattern, or
+    ``None`` where it uses a construct this translation does not know (or Python < 3.11).
+
+    Classes and ``\\p{..}``/``\\s``/``\\S`` become explicit codepoint sets from the Unicode table;
+    ``$`` becomes ``\\Z`` (Python's ``$`` also matches before a final newline). With ``below``
+    (``0x80`` or ``0x10000``), the classes leave out the codepoints from ``below`` on: the
+    pattern is then exact only on text below it, compiles in a fraction of the time, and runs
+    about twice as fast (each class is one bitmap, which ``re`` repeats in a tight loop).
+    """
+    out: list[str] = []
+    position = 0
+    while position < len(pat_str):
+        char = pat_str[position]
+        if char == "[":
+            end = _class_end(pat_str, position)
+            if end is None:
+                return None
+            codepoints = _class_set(pat_str[position + 1 : end], below)
+            position = end + 1
+        elif char == "\\":
+            match = _ITEM.match(pat_str, position)
+            assert match is not None  # a backslash always starts an item
+            position = match.end()
+            escaped = match.group(3)
+            if escaped is not None:  # a literal or \r, \n, ...: the same in re
+                if escaped not in _LITERAL_ESCAPES and escaped not in _SIMPLE_ESCAPES:
+                    return None
+                out.append(match.group())
+                continue
+            codepoints = _class_set(match.group(), below)  # \p{..}, \s or \S
+        else:
+            out.append(r"\Z" if char == "$" else char)
+            position += 1
+            continue
+        if codepoints is None:
+            return None
+        out.append(_class_source(codepoints, below))
+    try:
+        compiled = re.compile("".join(out))
+    except re.error:  # Python 3.10 has no possessive quantifiers
+        return None
+    return compiled if compiled.groups == 0 else None  # findall returns whole matches only
+
+
+def _class_end(pat_str: str, start: int) -> int | None:
+    """The index of the ``]`` closing the class that opens at ``start`` (no nested classes)."""
+    position = start + 1
+    while position < len(pat_str):
+        if pat_str[position] == "\\":
+            position += 2
+            continue
+        if pat_str[position] == "]" and position > start + 1:
+            return position
+        if pat_str[position] == "[":
+            return None  # nested or POSIX classes: not translated
+        position += 1
+    return None
+
+
+# Inclusive codepoint ranges, sorted and disjoint.
+Ranges = list[tuple[int, int]]
+
+
+@lru_cache(maxsize=256)
+def _class_set(body: str, below: int) -> tuple[tuple[int, int], ...] | None:
+    """The codepoints below ``below`` of a class body (``^`` negates) or of one escape, or
+    ``None`` if an item is not translated. (Cached: the patterns repeat their classes, and each
+    encoding compiles its pattern for ASCII, BMP and all text.)"""
+    negated = body.startswith("^") and len(body) > 1
+    flags, literals, properties = 0, [], set()
+    for match in _ITEM.finditer(body[1:] if negated else body):
+        name, space, escaped, char = match.groups()
+        if name is not None:
+            if name in _PROPERTIES:
+                flags |= _PROPERTIES[name]
+            else:
+                properties.add(name)
+        elif space is not None:
+            if space == "S":
+                if body != "\\S":
+                    return None  # \S inside a class: not in any known pattern
+                negated, flags = True, SPACE
+            else:
+                flags |= SPACE
+        elif escaped is not None:
+            if escaped in _SIMPLE_ESCAPES:
+                literals.append(ord(_SIMPLE_ESCAPES[escaped]))
+            elif escaped in _LITERAL_ESCAPES:
+                literals.append(ord(escaped))
+            else:
+                return None
+        else:
+            literals.append(ord(char))
+    for pair, flag in _PROPERTY_PAIRS.items():
+        if set(pair) <= properties:
+            flags |= flag
+            properties -= set(pair)
+    if properties or "-" in re.sub(r"\\p\{\w+\}|\\.", "", body):
+        return None  # a lone \p{Lu}, an unknown property, or a range
+    ranges = _flag_ranges(flags, below)
+    if literals:
+        ranges = _union(ranges, [(c, c) for c in literals if c < below])
+    return tuple(_complement(ranges, below) if negated else ranges)
+
+
+def _flag_ranges(flags: int, below: int) -> Ranges:
+    """The codepoints below ``below`` whose table flags share a bit with ``flags``."""
+    if not flags:
+        return []
+    runs = flag_runs()
+    ranges: Ranges = []
+    for (start, value), (end, _) in zip(runs, [*runs[1:], (0x110000, 0)], strict=True):
+        if start >= below:
+            break
+        end = min(end, below)
+        if value & flags:
+            if ranges and ranges[-1][1] == start - 1:
+                ranges[-1] = (ranges[-1][0], end - 1)
+            else:
+                ranges.append((start, end - 1))
+    return ranges
+
+
+def _union(first: Ranges, second: Ranges) -> Ranges:
+    """The codepoints of either, as sorted disjoint ranges."""
+    merged: Ranges = []
+    for start, end in sorted(first + second):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], end))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _complement(ranges: Ranges, below: int) -> Ranges:
+    """Every codepoint below ``below`` not in ``ranges``, surrogates aside (text never holds
+    them); the gaps between sorted ranges, so sorted and disjoint."""
+    out: Ranges = []
+    previous = -1
+    for start, end in [*sorted([*ranges, _SURROGATES]), (below, below)]:
+        start = min(start, below)
+        if start > previous + 1:
+            out.append((previous + 1, start - 1))
+        previous = max(previous, end)
+    return out
+
+
+def _class_source(ranges: Sequence[tuple[int, int]], below: int) -> str:
+    """``re`` source matching one codepoint of ``ranges`` below ``below``: a BMP class
+    (compiled to a bitmap) and, for the rest, a class tried only beyond U+FFFF."""
+    bmp = [(a, min(b, _BMP_END - 1, below - 1)) for a, b in ranges if a < min(_BMP_END, below)]
+    astral = [(max(a, _BMP_END), b) for a, b in ranges if b >= _BMP_END] if below > _BMP_END else []
+    parts = []
+    if bmp:
+        parts.append(_bracket(bmp))
+    if astral:
+        guard = "" if len(astral) <= 2 else _bracket([(_BMP_END, 0x10FFFF)]).join(["(?=", ")"])
+        parts.append(guard + _bracket(astral))
+    if not parts:
+        return "(?!)"  # an empty class matches nothing
+    return parts[0] if len(parts) == 1 else "(?:" + "|".join(parts) + ")"
+
+
+def _bracket(ranges: Ranges) -> str:
+    def spell(codepoint: int) -> str:
+        return f"\\U{codepoint:08x}"
+
+    items = (spell(a) if a == b else f"{spell(a)}-{spell(b)}" for a, b in ranges)
+    return "[" + "".join(items) + "]"
+
+
+@cache
+def _chunk_boundary() -> re.Pattern[str]:
+    pattern = host_pattern(_CHUNK_BOUNDARY, below=_BMP_END)
+    assert pattern is not None, "a pattern this module translates"
+    return pattern
+
+
+class HostEncoder:
+    """The host encoder of one vocabulary (see the module docstring).
+
+    ``usable`` is false where it does not apply (an unknown pattern, Python 3.10); the tensor
+    engine then encodes.
+    """
+
+    def __init__(self, vocab: Vocab):
+        self.vocab = vocab
+        self.pat_str = _KIND_PATTERNS.get(vocab.kind)
+        self.cache: dict[str, list[int]] = {}
+        self.whole: Callable[[bytes], int | None] = (
+            vocab.mergeable.get if vocab.whole_piece_lookup else (lambda data: None)
+        )
+
+    @cached_property
+    def ascii_pattern(self) -> re.Pattern[str] | None:
+        """The split pattern for ASCII text (compiles in milliseconds), or ``None`` if the
+        encoding's pattern is not translated."""
+        return None if self.pat_str is None else host_pattern(self.pat_str, below=0x80)
+
+    @property
+    def usable(self) -> bool:
+        return self.ascii_pattern is not None
+
+    @cached_property
+    def bmp_pattern(self) -> re.Pattern[str]:
+        """The split pattern for text without codepoints beyond U+FFFF (most text: faster)."""
+        return self._pattern_below(_BMP_END)
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The split pattern for any text."""
+        return self._pattern_below(0x110000)
+
+    def _pattern_below(self, below: int) -> re.Pattern[str]:
+        assert self.pat_str is not None, "check usable first"
+        pattern = host_pattern(self.pat_str, below=below)
+        assert pattern is not None  # as the ASCII pattern, which is not None
+        return pattern
+
+    def split(self, text: str) -> list[str]:
+        """The pieces of one ordinary segment.
+
+        Text with codepoints beyond U+FFFF (emoji) is cut into chunks where every known pattern
+        ends a piece (``_CHUNK_BOUNDARY``), so that only the chunks holding such codepoints
+        take the slower pattern.
+        """
+        if text.isascii():
+            assert self.ascii_pattern is not None, "check usable first"
+            return self.ascii_pattern.findall(text)
+        if _ASTRAL.search(text) is None:
+            return self.bmp_pattern.findall(text)
+        pieces: list[str] = []
+        for chunk in _chunk_boundary().split(text):
+            fast = _ASTRAL.search(chunk) is None
+            pieces += (self.bmp_pattern if fast else self.pattern).findall(chunk)
+        return pieces
+
+    def rows(self, segments: Segments, n_texts: int) -> list[list[int]]:
+        """The tokens of each of ``n_texts`` texts given as prepared segments."""
+        rows: list[list[int]] = [[] for _ in range(n_texts)]
+        for text, special, owner in zip(*segments, strict=True):
+            if special >= 0:
+                rows[owner].append(special)
+            elif text:
+                rows[owner] += self.encode_ordinary(text)
+        return rows
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The tokens of one ordinary segment (no special tokens, options applied)."""
+        pieces = self.split(text)
+        cache = self.cache
+        found = list(map(cache.get, pieces))  # C-speed loops: most pieces were seen before
+        try:
+            return list(chain.from_iterable(found))  # type: ignore[arg-type]
+        except TypeError:  # a None: pieces not in the cache
+            self._fill(pieces, found)
+            return list(chain.from_iterable(found))  # type: ignore[arg-type]
+
+    def _fill(self, pieces: list[str], found: list[list[int] | None]) -> None:
+        """Encode the pieces missing from the cache (``None`` in ``found``), caching them."""
+        cache = self.cache
+        for index, tokens in enumerate(found):
+            if tokens is not None:
+                continue
+            piece = pieces[index]
+            tokens = cache.get(piece)  # an earlier piece of this text
+            if tokens is None:
+                tokens = self._encode_piece(piece)
+                if len(piece) <= _CACHED_PIECE_CHARS:
+                    if len(cache) >= _CACHE_LIMIT:
+                        cache.clear()
+                    cache[piece] = tokens
+            found[index] = tokens
+
+    def _encode_piece(self, piece: str) -> list[int]:
+        data = piece.encode("utf-8")
+        whole = self.whole(data)
+        if whole is not None:
+            return [whole]
+        if self.vocab.ranks_are_ids:
+            return merge_by_rank(data, self.vocab.mergeable, self.vocab.tokens)
+        return merge_serial(data, self.vocab.byte_ids, self.vocab.pairs)
+
+
+def merge_by_rank(
+    data: bytes, ranks: dict[bytes, int], tokens: Sequence[bytes | None]
+) -> list[int]:
+    """tiktoken's byte-pair merges of one piece: the adjacent pair whose joined bytes have the
+    lowest rank merges first, the leftmost among equals. The ranks are the IDs, and
+    ``tokens[rank]`` is the bytes of a rank.
+
+    One rank at a time: the positions of the lowest rank's pairs, left to right, then the next
+    rank (a merge makes pairs of longer tokens, of other ranks, which join their rank's list).
+    That is the sequential order as long as no merge makes a pair of a rank already passed; if
+    one does (an "irregular" vocabulary), a heap finishes from that state. Linear in the merges
+    plus a sort per rank: 1 MB of one letter in 0.9 s, where a heap took 4 s.
+    """
+    rank = ranks.get
+    size = len(data)
+    parts = [data[k : k + 1] for k in range(size)]
+    after = list(range(1, size + 1))  # a linked list over the surviving parts
+    before = list(range(-1, size - 1))
+    levels: dict[int, list[int]] = {}  # rank -> left positions of its pairs (some stale)
+    for k in range(size - 1):
+        pair_rank = rank(data[k : k + 2])
+        if pair_rank is not None:
+            levels.setdefault(pair_rank, []).append(k)
+    pending = list(levels)
+    heapq.heapify(pending)
+    while pending:
+        current = heapq.heappop(pending)
+        target = tokens[current]
+        for k in sorted(levels.pop(current)):
+            nxt = after[k]
+            if nxt >= size or not parts[k] or parts[k] + parts[nxt] != target:
+                continue  # stale: a side merged since this pair was listed
+            parts[k], parts[nxt] = target, b""
+            after[k] = after[nxt]
+            if after[k] < size:
+                before[after[k]] = k
+            for left, right in ((before[k], k), (k, after[k])):
+                if left < 0 or right >= size:
+                    continue
+                pair_rank = rank(parts[left] + parts[right])
+                if pair_rank is None:
+                    continue
+                if pair_rank < current:  # irregular: the heap finishes the sequential merges
+                    return _merge_with_heap([part for part in parts if part], ranks)
+                if pair_rank in levels:
+                    levels[pair_rank].append(left)
+                else:
+                    levels[pair_rank] = [left]
+                    heapq.heappush(pending, pair_rank)
+    return [ranks[part] for part in parts if part]
+
+
+def _merge_with_heap(parts: list[bytes], ranks: dict[bytes, int]) -> list[int]:
+    """The sequential merges from ``parts`` on, with a heap of ``(rank, position)``."""
+    rank = ranks.get
+    size = len(parts)
+    after = list(range(1, size + 1))
+    before = list(range(-1, size - 1))
+    heap = [
+        (joined, k, parts[k], parts[k + 1])
+        for k in range(size - 1)
+        if (joined := rank(parts[k] + parts[k + 1])) is not None
+    ]
+    heapq.heapify(heap)
+    while heap:
+        _, k, left, right = heapq.heappop(heap)
+        nxt = after[k]
+        if nxt >= size or parts[k] != left or parts[nxt] != right:
+            continue  # stale: one side merged since this entry was pushed
+        parts[k] = left + right
+        parts[nxt] = b""
+        after[k] = after[nxt]
+        if after[k] < size:
+            before[after[k]] = k
+        for neighbour in (k, before[k]):
+            if neighbour >= 0 and after[neighbour] < size:
+                nxt = after[neighbour]
+                joined = rank(parts[neighbour] + parts[nxt])
+                if joined is not None:
+                    heapq.heappush(heap, (joined, neighbour, parts[neighbour], parts[nxt]))
+    return [ranks[part] for part in parts if part]

@@ -1,0 +1,150 @@
+"""The host encoder (``tensortext.bpe.host``): the split patterns translated for Python's ``re``,
+the piece cache and the heap merge, against the ``regex`` module, tiktoken and the tensor engine.
+
+The list-returning methods (``encode``, ``encode_batch``, ...) run the host encoder, so every
+parity test of ``test_encoding.py`` also checks it; ``check_parity`` there compares the tensor
+engine too. This file checks the parts on their own, where a difference is easiest to read.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from bpe_strategies import ANY_CHAR, TIKTOKEN_CHAR, rich_texts
+from hypothesis import given
+from hypothesis import strategies as st
+from oracles.bpe import naive_byte_pair_merge, regex_pieces, tiktoken_reference
+from strategies import SETTINGS
+
+from tensortext.bpe import Encoding, get_encoding, list_encoding_names
+from tensortext.bpe import host as host_module
+from tensortext.bpe.host import HostEncoder, host_pattern, merge_by_rank
+from tensortext.bpe.pretokenize import PATTERNS
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="the host encoder needs possessive quantifiers (3.11)"
+)
+
+PATTERN_IDS = [f"{kind}-{index}" for index, kind in enumerate(PATTERNS.values())]
+BY_PATTERN = pytest.mark.parametrize("pat_str", list(PATTERNS), ids=PATTERN_IDS)
+ASTRAL = ["😀", "👩\u200d💻", "\U0001d400", "𐐀", "𠀀", "\U0001d7d9", "\U000e0001", "\U0010fffd"]
+# Texts of rich atoms, arbitrary codepoints, astral ones, and lines that start with letters
+# (where the host encoder cuts long texts into chunks).
+TEXTS = rich_texts(other=ANY_CHAR)
+CHUNKED = st.lists(
+    st.one_of(
+        TEXTS,
+        st.sampled_from(ASTRAL),
+        st.sampled_from(["\n", "x\n", ".\nA", " \nb", "\n\nc", "日\n本", "'s\n", "😀\nz"]),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@BY_PATTERN
+@SETTINGS
+@given(text=TEXTS)
+def test_pattern_splits_as_the_regex_module(pat_str: str, text: str) -> None:
+    pattern = host_pattern(pat_str)
+    assert pattern is not None
+    assert pattern.findall(text) == regex_pieces(pat_str, text)
+
+
+@BY_PATTERN
+@SETTINGS
+@given(text=CHUNKED)
+def test_split_with_chunks_and_astral_codepoints(pat_str: str, text: str) -> None:
+    """``split`` runs the BMP pattern on chunks without astral codepoints and the full one
+    elsewhere: the pieces are the whole text's."""
+    kind = PATTERNS[pat_str]
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
+    encoder.pat_str = pat_str
+    assert encoder.split(text) == regex_pieces(pat_str, text), kind
+
+
+@BY_PATTERN
+def test_bmp_and_ascii_patterns(pat_str: str) -> None:
+    bmp, ascii = host_pattern(pat_str, below=0x10000), host_pattern(pat_str, below=0x80)
+    assert bmp is not None and ascii is not None
+    text = "Hello, wörld! 123 ½ 日本語 ǅemo ʰ \u0301x \x1c\x85\u2028 it's\r\n\n  \tend  "
+    assert bmp.findall(text) == regex_pieces(pat_str, text)
+    text = "Hello, world! 123 it's\r\n\n  \tend \x1c\x1d\x0b\x0c I'LL x  "
+    assert ascii.findall(text) == regex_pieces(pat_str, text)
+
+
+@pytest.mark.parametrize("name", list_encoding_names())
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "hello world",
+        "trailing spaces   ",
+        "ends with a newline\n",
+        "  \n\n  \r\n x",
+        "\x1c\x1d \x1e\x1f\x85\xa0\u2028",
+        "I'LL can'T we've HE'S it\u2019s",
+        "'\u017f '\u212a '\u0130",  # long s, Kelvin sign, dotted I: case folding
+        "1234567890 12.5% 0x1F \U0001d7d9\U0001d7da",
+        "a" * 3000,  # one long piece
+        "def f(x):\n    return x ** 2  # comment\n",
+        "日本語のテキスト。\n中文文本\uff0c还有😀和👩\u200d💻。\n\U0001d400\U0001d401 𐐀𐐁 𠀀𠀁\n",
+        "x <|endoftext|> y",
+    ],
+)
+def test_hand_picked_against_tiktoken(name: str, text: str) -> None:
+    enc = get_encoding(name)
+    assert enc._host.usable
+    expected = tiktoken_reference(name).encode(text, disallowed_special=())
+    assert enc.encode(text, disallowed_special=()) == expected
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@SETTINGS
+@given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR), max_size=4))
+def test_encode_batch_equals_the_tensor_engine(name: str, texts: list[str]) -> None:
+    enc = get_encoding(name)
+    ids, lengths = enc.encode_batch_to_tensor(texts, disallowed_special=())
+    tensor_rows = [row[:length] for row, length in zip(ids.tolist(), lengths.tolist(), strict=True)]
+    assert enc.encode_ordinary_batch(texts) == tensor_rows
+
+
+@pytest.mark.parametrize("name", ["r50k_base", "cl100k_base"])
+@SETTINGS
+@given(piece=st.binary(max_size=40) | st.text(alphabet=TIKTOKEN_CHAR, max_size=12).map(str.encode))
+def test_merge_by_rank_is_tiktokens_merge(name: str, piece: bytes) -> None:
+    enc = get_encoding(name)
+    ranks = enc._vocab.mergeable
+    assert merge_by_rank(piece, ranks, enc._vocab.tokens) == naive_byte_pair_merge(ranks, piece)
+
+
+def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_module, "_CACHE_LIMIT", 4)
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
+    reference = tiktoken_reference("cl100k_base")
+    for text in ["alpha", "beta gamma", "delta epsilon zeta", "alpha beta", "eta " * 5]:
+        assert encoder.encode_ordinary(text) == reference.encode(text)
+        assert len(encoder.cache) <= 4
+    long_piece = "q" * (host_module._CACHED_PIECE_CHARS + 1)
+    assert encoder.encode_ordinary(long_piece) == reference.encode(long_piece)
+    assert long_piece not in encoder.cache  # long pieces are not kept
+
+
+def test_what_is_not_translated() -> None:
+    assert host_pattern(r"\p{Han}+|\w+") is None  # an unknown property
+    assert host_pattern(r"[\p{Lu}]+") is None  # Lu without Lt: they share a table flag
+    assert host_pattern(r"[a-z]+") is None  # ranges are not translated
+    assert host_pattern(r"(a)|b") is None  # a capturing group would change findall
+    assert host_pattern(r"[[:alpha:]]") is None  # POSIX classes
+
+
+@pytest.mark.parametrize(("family", "usable"), [("qwen3", True), ("deepseek_v3", False)])
+def test_hugging_face_files_on_either_engine(family: str, usable: bool) -> None:
+    """Qwen3's regex is translated (its merges list goes through the pair table); DeepSeek-V3's
+    sequence of splits is not, so the tensor engine encodes it. Both equal ``tokenizers``."""
+    from oracles.hf import hf_file, hf_tokenizer
+
+    enc, reference = Encoding.from_hf_json(hf_file(family)), hf_tokenizer(family)
+    assert enc._host.usable is usable
+    for text in ["Hello, world! 123456", "日本語のテキスト😀 it's", "  \n\n def f(x):\n\treturn"]:
+        assert enc.encode(text) == reference.encode(text, add_special_tokens=False).ids, text

@@ -122,7 +122,7 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host_module, "_CACHE_LIMIT", 4)
     encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
     reference = tiktoken_reference("cl100k_base")
-    for text in ["alpha", "beta gamma", "delta epsilon zeta", "alpha beta", "eta " * 5]:
+    for text in ["alpha", "beta gamma", "delta epsilon zeta iota kappa", "alpha beta", "eta " * 5]:
         assert encoder.encode_ordinary(text) == reference.encode(text)
         assert len(encoder.cache) <= 4
     long_piece = "q" * (host_module._CACHED_PIECE_CHARS + 1)
@@ -148,3 +148,52 @@ def test_hugging_face_files_on_either_engine(family: str, usable: bool) -> None:
     assert enc._host.usable is usable
     for text in ["Hello, world! 123456", "日本語のテキスト😀 it's", "  \n\n def f(x):\n\treturn"]:
         assert enc.encode(text) == reference.encode(text, add_special_tokens=False).ids, text
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@SETTINGS
+@given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR), max_size=4))
+def test_new_pieces_through_the_tensor_merges(name: str, texts: list[str]) -> None:
+    """With the thresholds at 1, every new piece of a call goes through one batch of the
+    tensor merges (``merge_byte_pieces``), as in bulk work: tiktoken's IDs."""
+    encoder = HostEncoder(get_encoding(name)._vocab)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(host_module, "_TENSOR_MERGE_MIN", 1)
+        patch.setattr(host_module, "_BUILD_TABLES_MIN", 1)
+        got = encoder.encode_many(texts)
+    reference = tiktoken_reference(name)
+    assert got == [reference.encode_ordinary(text) for text in texts]
+
+
+def test_each_new_piece_is_encoded_once() -> None:
+    """A piece new to the cache that a batch repeats is merged once, and texts of the same
+    call share it."""
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
+    merged: list[list[bytes]] = []
+    original = encoder._merge
+
+    def counting(pieces: list[bytes]) -> list[list[int]]:
+        merged.append(pieces)
+        return original(pieces)
+
+    encoder._merge = counting  # type: ignore[method-assign]
+    texts = ["zqxv zqxv", "zqxv", " zqxv zqxv"]
+    reference = tiktoken_reference("cl100k_base")
+    assert encoder.encode_many(texts) == [reference.encode(text) for text in texts]
+    assert sorted(merged[0]) == [b" zqxv", b"zqxv"]
+    assert encoder.encode_many(texts) == [reference.encode(text) for text in texts]
+    assert len(merged) == 1  # the second call: all from the cache
+
+
+def test_hugging_face_merges_list_through_the_tensor_merges() -> None:
+    """Qwen3's merges list (ranks are not IDs) in the batched tensor merges."""
+    from oracles.hf import hf_file, hf_tokenizer
+
+    encoder = HostEncoder(Encoding.from_hf_json(hf_file("qwen3"))._vocab)
+    texts = ["Tokenizers merge zqxvw and Grüße, 日本語のテキスト", "  def f(x):\n\treturn x"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(host_module, "_TENSOR_MERGE_MIN", 1)
+        patch.setattr(host_module, "_BUILD_TABLES_MIN", 1)
+        got = encoder.encode_many(texts)
+    reference = hf_tokenizer("qwen3")
+    assert got == [reference.encode(text, add_special_tokens=False).ids for text in texts]

@@ -25,7 +25,15 @@ from tensortext.bpe.text import to_codepoints, to_utf8
 from tensortext.bpe.vocab import Vocab
 from tensortext.padded import Padded
 
-__all__ = ["MAX_PASSES", "MergeBackend", "Segments", "encode_flat", "pad_flat", "piece_texts"]
+__all__ = [
+    "MAX_PASSES",
+    "MergeBackend",
+    "Segments",
+    "encode_flat",
+    "merge_byte_pieces",
+    "pad_flat",
+    "piece_texts",
+]
 
 MergeBackend = Literal["auto", "torch", "triton"]
 # Parallel passes before a piece goes on with the sequential heap: a pass per distinct rank
@@ -94,6 +102,27 @@ def encode_flat(
     text_bytes = torch.zeros(n_texts, dtype=torch.int64, device=device)
     text_bytes.index_add_(0, text_of_segment, segment_bytes)
     return _collect(out[:-1], text_bytes)
+
+
+def merge_byte_pieces(vocab: Vocab, pieces: list[bytes]) -> list[list[int]]:
+    """The tokens of each piece, merged from its bytes (no split, no whole-piece lookup), all
+    pieces in the same parallel passes on the CPU: the host encoder's merges when a batch has
+    many new pieces."""
+    lens = torch.tensor([len(piece) for piece in pieces], dtype=torch.int64)
+    joined = b"".join(pieces)
+    data = torch.frombuffer(bytearray(joined), dtype=torch.uint8) if joined else lens[:0].byte()
+    starts = torch.cumsum(lens, 0) - lens
+    out = torch.full((data.numel() + 1,), -1, dtype=torch.int64)
+    tables = vocab.tables(torch.device("cpu"))
+    irregular, unfinished = _merge(data, starts, lens, tables, out, "torch")
+    if bool((irregular | unfinished).any()):  # rare: the sequential merges on the host
+        _merge_serially(vocab, data, starts, lens, irregular, unfinished, out)
+    tokens, counts = _collect(out[:-1], lens)
+    flat, rows, start = tokens.tolist(), [], 0
+    for count in counts.tolist():
+        rows.append(flat[start : start + count])
+        start += count
+    return rows
 
 
 def piece_texts(text: str, kind: PatternKind) -> list[str]:

@@ -114,6 +114,10 @@ class Vocab:
         """The token of each single byte ``0..255`` (where every merge starts)."""
         return [self.mergeable[bytes([byte])] for byte in range(256)]
 
+    def has_tables(self) -> bool:
+        """Whether the merge tables are built (on the CPU; other devices copy them)."""
+        return "cpu" in self._tables
+
     def tables(self, device: torch.device) -> MergeTables:
         """The merge tables on ``device`` (built once, then cached per device)."""
         key = str(device)

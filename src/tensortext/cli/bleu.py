@@ -327,6 +327,8 @@ def _read_segments(
     encoding = load_encoding(args.tokenize)
 
     def encode(lines: list[str]) -> list[list[int]]:
+        if device.type == "cpu":  # the host encoder's lists
+            return encoding.encode_ordinary_batch(lines)  # type: ignore[no-any-return]
         rows: list[list[int]] = encoding.encode_batch_to_tensor(
             lines, device=device, disallowed_special=()
         ).tolist()

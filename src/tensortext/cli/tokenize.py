@@ -135,20 +135,23 @@ def _encode_lines(
             f"--allowed-special {sorted(unknown)[0]!r} is no special token of {encoding.name}; "
             f"it has {sorted(encoding.special_tokens_set)[:8]}"
         )
+    specials: dict[str, Any] = {
+        "allowed_special": allowed,
+        "disallowed_special": () if args.ordinary else "all",
+    }
     try:
+        if device.type == "cpu" and args.pretokenize == "regex":  # the host encoder's lists
+            rows: list[list[int]] = encoding.encode_batch(lines, **specials)
+            return rows
         padded = encoding.encode_batch_to_tensor(
-            lines,
-            device=device,
-            allowed_special=allowed,
-            disallowed_special=() if args.ordinary else "all",
-            pretokenize=args.pretokenize,
+            lines, device=device, pretokenize=args.pretokenize, **specials
         )
     except ValueError as error:
         message = str(error)
         if "disallowed" in message:  # the API's hint names keywords, not flags
             message = message.split(". ")[0] + "; pass --allowed-special or --ordinary"
         raise CliError(message) from None
-    rows: list[list[int]] = padded.tolist()
+    rows = padded.tolist()
     return rows
 
 

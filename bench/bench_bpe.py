@@ -72,17 +72,27 @@ def tiktoken_reference(name: str) -> Any:
     return tiktoken_reference(name)
 
 
+CORPUS_BYTES = 48_000_000
+"""Enough distinct text that no timed batch repeats another (7 calls of 1024 x 4 KB)."""
+
+
 def corpus_paragraphs() -> list[str]:
-    """Paragraphs of real text: docs, Python source and the multilingual sample."""
+    """Paragraphs of real text: docs, Python source (ours, torch's, then the standard library's
+    up to :data:`CORPUS_BYTES`) and the multilingual sample."""
     sources: list[Any] = [ROOT / "README.md", common.BENCH_DIR / "README.md", MULTILINGUAL]
     sources += sorted((ROOT / "src" / "tensortext").rglob("*.py"))
     sources += sorted(Path(torch.__file__).parent.glob("*.py"))[:30]
+    sources += sorted(Path(os.__file__).parent.rglob("*.py"))
     paragraphs: list[str] = []
+    total = 0
     for path in sources:
+        if total > CORPUS_BYTES:
+            break
         text = path.read_bytes().decode("utf-8", errors="replace")
+        total += len(text)
         paragraphs += [p + "\n\n" for p in text.split("\n\n") if p.strip()]
     multilingual = MULTILINGUAL.read_text(encoding="utf-8")
-    paragraphs += [line + "\n" for line in multilingual.splitlines()] * 20  # ~1/4 of the bytes
+    paragraphs += [line + "\n" for line in multilingual.splitlines()] * 20  # ~1% of the bytes
     random.Random(0).shuffle(paragraphs)
     return paragraphs
 
@@ -186,9 +196,13 @@ def run_point(
     args: argparse.Namespace,
     dev: torch.device,
 ) -> dict[str, Any]:
-    texts = make_batch(stream, batch, size, offset=batch * 7919 + size)
-    nbytes = sum(len(t.encode("utf-8")) for t in texts)
-    reference = fns["tiktoken"](texts)
+    """MB/s of each encoder on ``batch`` texts of ``size`` bytes. Every call gets a batch it has
+    not seen (the same sequence for every encoder), as in a pass over a corpus: the host
+    encoder's piece cache then helps only as much as real text repeats itself."""
+    calls = 2 + args.repeat  # warm-up and timed calls
+    start = batch * 7919 + size
+    batches = [make_batch(stream, batch, size, start + k * batch * size) for k in range(calls)]
+    nbytes = sum(len(t.encode("utf-8")) for texts in batches for t in texts) / calls
     row: dict[str, Any] = {
         "encoding": name,
         "batch": batch,
@@ -199,16 +213,31 @@ def run_point(
     if nbytes > args.bytes_mode_max_mb * 1e6:  # BlockBPE's split takes ~400 passes per text
         fns = {key: fn for key, fn in fns.items() if key != "ours_bytes"}
         row["skipped"] = {"ours_bytes": f"batch over --bytes-mode-max-mb {args.bytes_mode_max_mb}"}
-    timed = {key: (lambda fn=fn: fn(texts)) for key, fn in fns.items()}
+    for fn in fns.values():
+        getattr(fn, "reset", lambda: None)()
+    last: dict[str, list[str]] = {}
+
+    def feeding(key: str, fn: Callable[[list[str]], Any]) -> Callable[[], Any]:
+        cycle = itertools.cycle(batches)
+
+        def call() -> Any:
+            last[key] = texts = next(cycle)
+            return fn(texts)
+
+        return call
+
+    timed = {key: feeding(key, fn) for key, fn in fns.items()}
     timings, errors = common.time_interleaved(
         timed, warmup=1, repeat=args.repeat, device=dev, budget_s=args.budget
     )
+    reference = tiktoken_reference(name)
     for key in fns:
         if key in errors:
             row["impls"][key] = {"error": repr(errors[key])}
             continue
         out = as_lists(timings[key].value)
-        same = sum(a == b for a, b in zip(out, reference, strict=True))
+        expected = reference.encode_ordinary_batch(last[key], num_threads=1)
+        same = sum(a == b for a, b in zip(out, expected, strict=True))
         entry = {
             "median_s": timings[key].median_s,
             "mb_per_s": nbytes / timings[key].median_s / 1e6,
@@ -219,7 +248,7 @@ def run_point(
         if key == "ours_bytes":
             sample = list(range(min(batch, 64)))
             sims = [
-                1 - levenshtein(out[i], reference[i]) / max(len(out[i]), len(reference[i]), 1)
+                1 - levenshtein(out[i], expected[i]) / max(len(out[i]), len(expected[i]), 1)
                 for i in sample
             ]
             entry["levenshtein_similarity"] = float(np.mean(sims))
@@ -287,6 +316,9 @@ def markdown_extras(payload: dict[str, Any]) -> str:
         warm, start = row["warm_us"], row["startup_s"]
         lines.append(f"| {row['encoding']} | {warm['tiktoken']:.1f} / {warm['ours']:.1f} | "
                      f"{start['tiktoken']:.3f} / {start['ours']:.3f} |")  # fmt: skip
+    sweep = payload.get("length_sweep", [])
+    if sweep:
+        lines += ["", "Length sweep (MB/s, B x S with B * S about 1 MB):", "", markdown(sweep)]
     return "\n".join(lines)
 
 
@@ -335,6 +367,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--skip", nargs="*", default=[], help="baselines to leave out")
     parser.add_argument(
+        "--no-extras", action="store_true",
+        help="leave out the length sweep, worst cases and small inputs",
+    )  # fmt: skip
+    parser.add_argument(
         "--bytes-mode-max-mb",
         type=float,
         default=None,
@@ -354,11 +390,15 @@ def ours(enc: Any, dev: torch.device, pretokenize: str) -> Callable[[list[str]],
 
 
 def ours_host(enc: Any, cold: bool = False) -> Callable[[list[str]], Any]:
+    """``encode_ordinary_batch``; the cache is emptied at each point (``reset``) or, if
+    ``cold``, before every call."""
+
     def encode(texts: list[str]) -> Any:
         if cold:
             enc._host.cache.clear()
         return enc.encode_ordinary_batch(texts)
 
+    encode.reset = enc._host.cache.clear  # type: ignore[attr-defined]
     return encode
 
 
@@ -443,7 +483,9 @@ def worst_cases(name: str, args: argparse.Namespace, dev: torch.device) -> list[
                 row["seconds"][key] = repr(errors[key])
                 continue
             row["seconds"][key] = timings[key].median_s
-            row["identical"][key] = as_lists([timings[key].value])[0] == expected
+            value = timings[key].value
+            got = as_lists(value)[0] if key == "ours_tensor" else list(value)
+            row["identical"][key] = got == expected
         cells = " | ".join(f"{k} {v:.3f}s" for k, v in row["seconds"].items())
         print(f"{name:12s} {label:30s} {cells}", flush=True)
         rows.append(row)
@@ -471,10 +513,11 @@ def small_inputs(name: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.report is not None:
-        print(markdown(common.read_json(args.report)["rows"]))
+        report = common.read_json(args.report)
+        print(markdown(report["rows"]))
+        print(markdown_extras(report))
         return 0
     run = common.start(args, cpu_threads=CORES)
-    print(f"CPU baselines use {CORES} host threads")
     stream = "".join(corpus_paragraphs()).encode("utf-8")
     payload: dict[str, Any] = {
         "meta": common.run_metadata(
@@ -487,6 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": [],
     }
     threads = args.threads if args.threads is not None else CORES
+    print(f"CPU baselines use {threads} host threads")
     payload["baseline_threads"] = threads
     for key in ("length_sweep", "worst_cases", "small_inputs"):
         payload[key] = []
@@ -505,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                 payload["rows"].append(row)
                 print_row(row)
                 common.write_json(run.json_path, payload)
-        if args.quick or run.out_of_time():
+        if args.quick or args.no_extras or run.out_of_time():
             continue
         payload["small_inputs"].append(small_inputs(name))
         payload["worst_cases"] += worst_cases(name, args, run.device)

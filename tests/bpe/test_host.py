@@ -19,7 +19,8 @@ from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, list_encoding_names
 from tensortext.bpe import host as host_module
-from tensortext.bpe.host import HostEncoder, host_pattern, merge_by_rank
+from tensortext.bpe.host import HostEncoder, host_pattern
+from tensortext.bpe.merge import merge_by_rank
 from tensortext.bpe.pretokenize import PATTERNS
 
 pytestmark = pytest.mark.skipif(

@@ -37,7 +37,7 @@ from oracles.bpe import (
 from strategies import DEVICES, MAX_EXAMPLES, SETTINGS
 
 from tensortext.bpe import Encoding, merge_pieces, merge_serial
-from tensortext.bpe.host import merge_by_rank
+from tensortext.bpe.merge import merge_by_rank
 from tensortext.bpe.pretokenize import CL100K_PATTERN, LLAMA3_PATTERN
 from tensortext.bpe.vocab import Vocab
 
@@ -201,16 +201,16 @@ def test_merge_by_rank_matches_naive(vocab: tuple[list[str], Ranks], data: st.Da
 def test_merge_by_rank_irregular_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bc`` (rank 300) merges first; then ``a`` + ``bc`` = ``abc`` has rank 290, below it:
     the sequential order continues with the heap."""
-    import tensortext.bpe.host as host
+    import tensortext.bpe.merge as merge
 
     calls: list[list[bytes]] = []
-    original = host._merge_with_heap
+    original = merge._merge_with_heap
 
     def counting(parts: list[bytes], ranks: Ranks) -> list[int]:
         calls.append(list(parts))
         return original(parts, ranks)
 
-    monkeypatch.setattr(host, "_merge_with_heap", counting)
+    monkeypatch.setattr(merge, "_merge_with_heap", counting)
     ranks = {**byte_ranks({290, 300, 310}), b"bc": 300, b"abc": 290, b"ab": 310}
     tokens: list[bytes | None] = [None] * 311
     for token, rank in ranks.items():
@@ -550,7 +550,7 @@ def test_stopped_passes_then_merge_tokens_equal_the_full_merge(
     from oracles.bpe import tiktoken_reference
 
     from tensortext.bpe import get_encoding
-    from tensortext.bpe.merge import merge_tokens
+    from tensortext.bpe.merge import merge_parts_by_rank, merge_tokens
 
     enc = get_encoding("cl100k_base")
     tables = enc._vocab.tables(torch.device("cpu"))
@@ -568,8 +568,13 @@ def test_stopped_passes_then_merge_tokens_equal_the_full_merge(
     for index, piece in enumerate(pieces):
         span = out[int(starts[index]) : int(starts[index] + lens[index])]
         tokens = span[span >= 0].tolist()
-        if unfinished[index]:
-            tokens = [token for _, token in merge_tokens(tokens, enc._vocab.pairs)]
+        if unfinished[index]:  # both continuations: over the pair table, and rank at a time
+            vocab = enc._vocab
+            by_rank = merge_parts_by_rank(
+                [vocab.tokens[t] for t in tokens], vocab.mergeable, vocab.tokens
+            )  # type: ignore[misc]
+            tokens = [token for _, token in merge_tokens(tokens, vocab.pairs)]
+            assert by_rank == tokens, piece
         expected = reference._encode_single_piece(piece) if len(piece) > 1 else None
         expected = expected or [reference.encode_single_token(piece)]
         assert tokens == expected, piece
@@ -585,13 +590,13 @@ def test_long_pieces_finish_sequentially(monkeypatch: pytest.MonkeyPatch) -> Non
     from tensortext.bpe import get_encoding
 
     calls: list[int] = []
-    original = engine.merge_tokens
+    original = engine.merge_parts_by_rank
 
-    def counting(tokens: list[int], pairs: Any) -> Any:
-        calls.append(len(tokens))
-        return original(tokens, pairs)
+    def counting(parts: list[bytes], ranks: Any, tokens: Any) -> Any:
+        calls.append(len(parts))
+        return original(parts, ranks, tokens)
 
-    monkeypatch.setattr(engine, "merge_tokens", counting)
+    monkeypatch.setattr(engine, "merge_parts_by_rank", counting)
     rng = random.Random(0)
     text = "".join(chr(rng.randrange(0x4E00, 0x4E00 + 3000)) for _ in range(3000))
     for name in ("cl100k_base", "o200k_base"):

@@ -15,6 +15,7 @@ import torch
 from tensortext.bpe.merge import (
     MergeTables,
     lookup_pieces,
+    merge_parts_by_rank,
     merge_pieces,
     merge_serial,
     merge_tokens,
@@ -160,6 +161,13 @@ def _merge_serially(
         offsets = (span >= 0).nonzero().squeeze(1).tolist()
         merged = span[offsets].tolist()
         span.fill_(-1)
+        if vocab.ranks_are_ids:  # rank at a time from the passes' state (merge_parts_by_rank)
+            parts = [tokens[token] or b"" for token in merged]
+            for token in merge_parts_by_rank(parts, vocab.mergeable, tokens):
+                positions.append(start)
+                values.append(token)
+                start += len(tokens[token] or b"")
+            continue
         for index, token in merge_tokens(merged, pairs):
             positions.append(start + offsets[index])
             values.append(token)

@@ -27,7 +27,6 @@ the tensor engine does everything else, and all of ``encode_batch_to_tensor``.
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Callable, Sequence
 from functools import cache, cached_property, lru_cache
@@ -36,7 +35,7 @@ from operator import not_
 from typing import TYPE_CHECKING
 
 from tensortext.bpe.engine import merge_byte_pieces
-from tensortext.bpe.merge import merge_serial
+from tensortext.bpe.merge import merge_by_rank, merge_serial, merge_short
 from tensortext.bpe.pretokenize import PATTERNS
 from tensortext.bpe.unicode import (
     LETTER,
@@ -64,9 +63,10 @@ _TENSOR_MERGE_MIN = 64
 """New pieces that go through the tensor merges together (once the tables exist)..."""
 _BUILD_TABLES_MIN = 4096
 """...and how many make building the tables worth it (about a second for cl100k_base)."""
+_LONG_PIECE_BYTES = 4096
+"""Long pieces of one or two byte values go through the tensor passes (see _few_values)."""
 _SHORT_PIECE_BYTES = 128
 """Pieces up to this long merge by scanning a list of pair ranks (fewer Python steps)."""
-_NO_RANK = 1 << 62
 
 # The regex the tiktoken engine runs for each split kind (the rules, not a user's spelling).
 _KIND_PATTERNS = {kind: pattern for pattern, kind in reversed(PATTERNS.items())}
@@ -261,6 +261,14 @@ def _bracket(ranges: Ranges) -> str:
     return "[" + "".join(items) + "]"
 
 
+def _few_values(piece: bytes) -> bool:
+    """A long piece of at most two byte values (``aaaa...``): few distinct ranks merge there,
+    so the tensor passes finish it in a handful of steps (1 MB of one letter: 0.26 s, against
+    1.2 s for the rank-at-a-time merge). Other long pieces (random letters, CJK) need a pass
+    per distinct rank, where the sequential merges are faster."""
+    return len(piece) >= _LONG_PIECE_BYTES and len(set(piece)) <= 2
+
+
 @cache
 def _chunk_boundary() -> re.Pattern[str]:
     pattern = host_pattern(_CHUNK_BOUNDARY, below=_BMP_END)
@@ -380,7 +388,7 @@ class HostEncoder:
         when there are many and the tables are built (or worth building), else one by one."""
         vocab = self.vocab
         batched = len(pieces) >= _TENSOR_MERGE_MIN and vocab.has_tables()
-        if batched or len(pieces) >= _BUILD_TABLES_MIN:
+        if batched or len(pieces) >= _BUILD_TABLES_MIN or any(map(_few_values, pieces)):
             return merge_byte_pieces(vocab, pieces)
         if not vocab.ranks_are_ids:
             return [merge_serial(data, vocab.byte_ids, vocab.pairs) for data in pieces]
@@ -390,108 +398,3 @@ class HostEncoder:
             else merge_by_rank(data, vocab.mergeable, vocab.tokens)
             for data in pieces
         ]
-
-
-def merge_short(data: bytes, ranks: dict[bytes, int]) -> list[int]:
-    """tiktoken's byte-pair merges of one short piece (ranks are IDs): a list of the adjacent
-    pairs' ranks, its minimum (the leftmost among equals) merged until none is left. Quadratic,
-    but each step is two C-speed scans: for the 10-byte pieces of real text, twice as fast as
-    :func:`merge_by_rank`."""
-    get = ranks.get
-    parts = [data[k : k + 1] for k in range(len(data))]
-    pair_ranks = [get(data[k : k + 2], _NO_RANK) for k in range(len(data) - 1)]
-    while pair_ranks:
-        lowest = min(pair_ranks)
-        if lowest == _NO_RANK:
-            break
-        k = pair_ranks.index(lowest)
-        parts[k : k + 2] = [parts[k] + parts[k + 1]]
-        del pair_ranks[k]
-        if k > 0:
-            pair_ranks[k - 1] = get(parts[k - 1] + parts[k], _NO_RANK)
-        if k < len(pair_ranks):
-            pair_ranks[k] = get(parts[k] + parts[k + 1], _NO_RANK)
-    return [ranks[part] for part in parts]
-
-
-def merge_by_rank(
-    data: bytes, ranks: dict[bytes, int], tokens: Sequence[bytes | None]
-) -> list[int]:
-    """tiktoken's byte-pair merges of one piece: the adjacent pair whose joined bytes have the
-    lowest rank merges first, the leftmost among equals. The ranks are the IDs, and
-    ``tokens[rank]`` is the bytes of a rank.
-
-    One rank at a time: the positions of the lowest rank's pairs, left to right, then the next
-    rank (a merge makes pairs of longer tokens, of other ranks, which join their rank's list).
-    That is the sequential order as long as no merge makes a pair of a rank already passed; if
-    one does (an "irregular" vocabulary), a heap finishes from that state. Linear in the merges
-    plus a sort per rank: 1 MB of one letter in 0.9 s, where a heap took 4 s.
-    """
-    rank = ranks.get
-    size = len(data)
-    parts = [data[k : k + 1] for k in range(size)]
-    after = list(range(1, size + 1))  # a linked list over the surviving parts
-    before = list(range(-1, size - 1))
-    levels: dict[int, list[int]] = {}  # rank -> left positions of its pairs (some stale)
-    for k in range(size - 1):
-        pair_rank = rank(data[k : k + 2])
-        if pair_rank is not None:
-            levels.setdefault(pair_rank, []).append(k)
-    pending = list(levels)
-    heapq.heapify(pending)
-    while pending:
-        current = heapq.heappop(pending)
-        target = tokens[current]
-        for k in sorted(levels.pop(current)):
-            nxt = after[k]
-            if nxt >= size or not parts[k] or parts[k] + parts[nxt] != target:
-                continue  # stale: a side merged since this pair was listed
-            parts[k], parts[nxt] = target, b""
-            after[k] = after[nxt]
-            if after[k] < size:
-                before[after[k]] = k
-            for left, right in ((before[k], k), (k, after[k])):
-                if left < 0 or right >= size:
-                    continue
-                pair_rank = rank(parts[left] + parts[right])
-                if pair_rank is None:
-                    continue
-                if pair_rank < current:  # irregular: the heap finishes the sequential merges
-                    return _merge_with_heap([part for part in parts if part], ranks)
-                if pair_rank in levels:
-                    levels[pair_rank].append(left)
-                else:
-                    levels[pair_rank] = [left]
-                    heapq.heappush(pending, pair_rank)
-    return [ranks[part] for part in parts if part]
-
-
-def _merge_with_heap(parts: list[bytes], ranks: dict[bytes, int]) -> list[int]:
-    """The sequential merges from ``parts`` on, with a heap of ``(rank, position)``."""
-    rank = ranks.get
-    size = len(parts)
-    after = list(range(1, size + 1))
-    before = list(range(-1, size - 1))
-    heap = [
-        (joined, k, parts[k], parts[k + 1])
-        for k in range(size - 1)
-        if (joined := rank(parts[k] + parts[k + 1])) is not None
-    ]
-    heapq.heapify(heap)
-    while heap:
-        _, k, left, right = heapq.heappop(heap)
-        nxt = after[k]
-        if nxt >= size or parts[k] != left or parts[nxt] != right:
-            continue  # stale: one side merged since this entry was pushed
-        parts[k] = left + right
-        parts[nxt] = b""
-        after[k] = after[nxt]
-        if after[k] < size:
-            before[after[k]] = k
-        for neighbour in (k, before[k]):
-            if neighbour >= 0 and after[neighbour] < size:
-                nxt = after[neighbour]
-                joined = rank(parts[neighbour] + parts[nxt])
-                if joined is not None:
-                    heapq.heappush(heap, (joined, neighbour, parts[neighbour], parts[nxt]))
-    return [ranks[part] for part in parts if part]

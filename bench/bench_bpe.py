@@ -14,8 +14,9 @@ The CPU baselines use every host core, or ``--threads``: tiktoken
 the tokenizer.json is transformers' ``TikTokenConverter`` output for the same ranks),
 bpe-openai ``encode_ordinary_batch`` and quicktok ``encode_batch`` (its thread pool). Ours:
 
-* ``ours_host``: ``encode_ordinary_batch``, tiktoken's call (the host encoder, one core; its
-  piece cache is warm after the warm-up call); ``ours_host_cold`` empties the cache first;
+* ``ours_host``: ``encode_ordinary_batch(num_threads=...)``, tiktoken's call (the host
+  encoder; from 1 MB per call, in that many worker processes; its piece cache is warm after
+  the warm-up call); ``ours_host_cold``: one process, the cache emptied before every call;
 * ``ours_tensor``: ``encode_batch_to_tensor`` on ``--device`` (CPU: torch threads = cores
   unless ``--threads``); ``ours_bytes``: the same with BlockBPE's byte split.
 
@@ -389,24 +390,31 @@ def ours(enc: Any, dev: torch.device, pretokenize: str) -> Callable[[list[str]],
                                                     pretokenize=pretokenize)  # fmt: skip
 
 
-def ours_host(enc: Any, cold: bool = False) -> Callable[[list[str]], Any]:
-    """``encode_ordinary_batch``; the cache is emptied at each point (``reset``) or, if
-    ``cold``, before every call."""
+def ours_host(enc: Any, threads: int, cold: bool = False) -> Callable[[list[str]], Any]:
+    """``encode_ordinary_batch(num_threads=threads)``, as tiktoken is called. At each point
+    (``reset``) the cache is emptied and the worker processes stopped (the warm-up call starts
+    new ones); if ``cold``, one process whose cache is emptied before every call."""
+
+    def reset() -> None:
+        enc._host.clear_cache()
+        enc._shutdown_workers()
 
     def encode(texts: list[str]) -> Any:
         if cold:
-            enc._host.cache.clear()
-        return enc.encode_ordinary_batch(texts)
+            enc._host.clear_cache()
+        return enc.encode_ordinary_batch(texts, num_threads=1 if cold else threads)
 
-    encode.reset = enc._host.cache.clear  # type: ignore[attr-defined]
+    encode.reset = reset  # type: ignore[attr-defined]
     return encode
 
 
-def our_encoders(name: str, dev: torch.device) -> dict[str, Callable[[list[str]], Any]]:
+def our_encoders(
+    name: str, dev: torch.device, threads: int
+) -> dict[str, Callable[[list[str]], Any]]:
     enc = get_encoding(name)
     return {
-        "ours_host": ours_host(enc),
-        "ours_host_cold": ours_host(enc, cold=True),
+        "ours_host": ours_host(enc, threads),
+        "ours_host_cold": ours_host(enc, 1, cold=True),
         "ours_tensor": ours(enc, dev, "regex"),
         "ours_bytes": ours(enc, dev, "bytes"),
     }
@@ -539,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
         payload["unavailable"][name] = missing
         for key, why in missing.items():
             print(f"{name}: {key} unavailable ({why})")
-        fns.update(our_encoders(name, run.device))
+        fns.update(our_encoders(name, run.device, threads))
         for size in args.sizes:
             for batch in args.batches:
                 if run.out_of_time():

@@ -125,10 +125,10 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     reference = tiktoken_reference("cl100k_base")
     for text in ["alpha", "beta gamma", "delta epsilon zeta iota kappa", "alpha beta", "eta " * 5]:
         assert encoder.encode_ordinary(text) == reference.encode(text)
-        assert len(encoder.cache) <= 4
+        assert len(encoder.single) + len(encoder.multi) <= 4
     long_piece = "q" * (host_module._CACHED_PIECE_CHARS + 1)
     assert encoder.encode_ordinary(long_piece) == reference.encode(long_piece)
-    assert long_piece not in encoder.cache  # long pieces are not kept
+    assert long_piece not in encoder.single and long_piece not in encoder.multi  # not kept
 
 
 def test_what_is_not_translated() -> None:

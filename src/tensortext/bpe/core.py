@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from tensortext._checks import check_choice, check_int, resolve_device
-from tensortext.bpe import unstable
+from tensortext.bpe import parallel, unstable
 from tensortext.bpe.decoding import decode_padded, token_bytes
 from tensortext.bpe.engine import MergeBackend, Segments, encode_flat, pad_flat, piece_texts
 from tensortext.bpe.hf_json import read_hf_json
@@ -222,13 +222,11 @@ class Encoding:
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[list[int]]:
-        """:meth:`encode` of every text, as tiktoken's ``encode_batch``.
-
-        The batch is encoded in one tensor pass (torch's intra-op threads do the parallel
-        work); ``num_threads`` is checked and accepted for compatibility.
-        """
+        """:meth:`encode` of every text, as tiktoken's ``encode_batch``; from 1 MB of text, in up
+        to ``num_threads`` worker processes (:mod:`tensortext.bpe.parallel`; 1: this process)."""
         check_int("num_threads", num_threads, minimum=1)
-        return self._encode_lists(check_texts(text, "text"), allowed_special, disallowed_special)
+        texts = check_texts(text, "text")
+        return self._encode_lists(texts, allowed_special, disallowed_special, num_threads)
 
     def encode_with_unstable(
         self,
@@ -462,16 +460,21 @@ class Encoding:
         texts: list[str],
         allowed_special: AllowedSpecial,
         disallowed_special: DisallowedSpecial,
+        num_threads: int = 1,
     ) -> list[list[int]]:
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
-        return self._rows(prepare_segments(self._vocab, texts, allowed), len(texts))
+        segments = prepare_segments(self._vocab, texts, allowed)
+        workers = parallel.worker_count(num_threads, texts)
+        return self._rows(segments, len(texts), workers)
 
-    def _rows(self, segments: Segments, n_texts: int) -> list[list[int]]:
+    def _rows(self, segments: Segments, n_texts: int, workers: int = 1) -> list[list[int]]:
         """The tokens of each of ``n_texts`` texts given as segments, encoded on the CPU (by
-        the host encoder where it applies: the same IDs, without tensor passes)."""
+        the host encoder where it applies: the same IDs, without tensor passes; in
+        ``workers`` processes if more than one)."""
         if self._host.usable:
-            return self._host.rows(segments, n_texts)
+            pool = parallel.pool_encoder(self, workers) if workers > 1 else None
+            return self._host.rows(segments, n_texts, pool)
         tokens, lengths = encode_flat(
             self._vocab, segments, n_texts, torch.device("cpu"), self._vocab.kind
         )
@@ -481,6 +484,10 @@ class Encoding:
             rows.append(flat[start : start + count])
             start += count
         return rows
+
+    def _shutdown_workers(self) -> None:
+        """Stop :meth:`encode_batch`'s worker processes, if any (they end with the interpreter)."""
+        parallel.shutdown_workers(self)
 
     def _encode_last_piece(self, text: str, allowed: frozenset[str]) -> tuple[list[int], int]:
         """``encode`` (no disallowed check) and how many tokens its last regex piece gave

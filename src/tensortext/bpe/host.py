@@ -30,9 +30,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import cache, cached_property, lru_cache
-from itertools import chain, compress, count, islice
-from operator import not_
-from typing import TYPE_CHECKING
+from itertools import islice
+from typing import TYPE_CHECKING, cast
 
 from tensortext.bpe.engine import merge_byte_pieces
 from tensortext.bpe.merge import merge_by_rank, merge_serial, merge_short
@@ -261,6 +260,16 @@ def _bracket(ranges: Ranges) -> str:
     return "[" + "".join(items) + "]"
 
 
+def _holes(row: list[int | None]) -> list[int]:
+    """The indices of the ``None`` in ``row``, found at C speed (most rows have few)."""
+    indices: list[int] = []
+    index = -1
+    for _ in range(row.count(None)):
+        index = row.index(None, index + 1)
+        indices.append(index)
+    return indices
+
+
 def _few_values(piece: bytes) -> bool:
     """A long piece of at most two byte values (``aaaa...``): few distinct ranks merge there,
     so the tensor passes finish it in a handful of steps (1 MB of one letter: 0.26 s, against
@@ -286,7 +295,8 @@ class HostEncoder:
     def __init__(self, vocab: Vocab):
         self.vocab = vocab
         self.pat_str = _KIND_PATTERNS.get(vocab.kind)
-        self.cache: dict[str, list[int]] = {}
+        self.single: dict[str, int] = {}  # pieces that are one token (most of them)
+        self.multi: dict[str, list[int]] = {}  # pieces of several tokens
         self.whole: Callable[[bytes], int | None] = (
             vocab.mergeable.get if vocab.whole_piece_lookup else (lambda data: None)
         )
@@ -335,11 +345,18 @@ class HostEncoder:
             pieces += (self.bmp_pattern if fast else self.pattern).findall(chunk)
         return pieces
 
-    def rows(self, segments: Segments, n_texts: int) -> list[list[int]]:
-        """The tokens of each of ``n_texts`` texts given as prepared segments."""
+    def rows(
+        self,
+        segments: Segments,
+        n_texts: int,
+        encode_many: Callable[[list[str]], list[list[int]]] | None = None,
+    ) -> list[list[int]]:
+        """The tokens of each of ``n_texts`` texts given as prepared segments; the ordinary
+        segments go through ``encode_many`` (default: :meth:`encode_many`; the worker pool's
+        for a large ``encode_batch``)."""
         texts, specials, owners = segments
         ordinary = [index for index, special in enumerate(specials) if special < 0]
-        encoded = iter(self.encode_many([texts[index] for index in ordinary]))
+        encoded = iter((encode_many or self.encode_many)([texts[index] for index in ordinary]))
         rows: list[list[int]] = [[] for _ in range(n_texts)]
         for special, owner in zip(specials, owners, strict=True):
             rows[owner] += [special] if special >= 0 else next(encoded)
@@ -351,17 +368,49 @@ class HostEncoder:
 
     def encode_many(self, texts: list[str]) -> list[list[int]]:
         """The tokens of ordinary segments. The pieces the cache lacks are encoded together,
-        once each, so many of them can share one pass of the tensor merges."""
+        once each, so many of them can share one pass of the tensor merges.
+
+        Each row is first the one-token IDs of its pieces (one C-speed ``map``); the holes
+        (pieces of several tokens, about 7% of them, and new pieces) are found with
+        ``list.index`` and spliced in, so the Python work follows the holes, not the pieces.
+        """
+        single, multi = self.single, self.multi
         splits = [self.split(text) for text in texts]
-        found = [list(map(self.cache.get, pieces)) for pieces in splits]  # mostly hits
-        holes = [list(compress(count(), map(not_, row))) for row in found]  # the Nones
-        if any(holes):
-            missing = zip(splits, holes, strict=True)
-            new = self._encode_new({pieces[index] for pieces, row in missing for index in row})
-            for pieces, row, indices in zip(splits, found, holes, strict=True):
-                for index in indices:
-                    row[index] = new[pieces[index]]
-        return [list(chain.from_iterable(row)) for row in found]  # type: ignore[arg-type]
+        rows = [list(map(single.get, pieces)) for pieces in splits]
+        holes = [_holes(row) for row in rows]
+        new = {
+            pieces[index]
+            for pieces, indices in zip(splits, holes, strict=True)
+            for index in indices
+            if pieces[index] not in multi
+        }
+        found = self._encode_new(new) if new else {}
+        out: list[list[int]] = []
+        for pieces, row, indices in zip(splits, rows, holes, strict=True):
+            ids = cast("list[int]", row)  # read only between the holes
+            if not indices:
+                out.append(ids)
+                continue
+            tokens: list[int] = []
+            start = 0
+            for index in indices:
+                piece = pieces[index]
+                tokens += ids[start:index]
+                tokens += multi.get(piece) or found[piece]
+                start = index + 1
+            tokens += ids[start:]
+            out.append(tokens)
+        # Evicted after the splice, which reads the cache; the newest half of each dict stays.
+        if len(single) + len(multi) > _CACHE_LIMIT:
+            for cache in (single, multi):
+                for old in list(islice(cache, len(cache) - len(cache) // 2)):
+                    del cache[old]
+        return out
+
+    def clear_cache(self) -> None:
+        """Forget every piece (the next calls encode their pieces anew)."""
+        self.single.clear()
+        self.multi.clear()
 
     def _encode_new(self, pieces: set[str]) -> dict[str, list[int]]:
         """The tokens of pieces not in the cache (which then holds them, if short)."""
@@ -376,11 +425,13 @@ class HostEncoder:
                 new[piece] = [whole]
         merged = self._merge([data for _, data in to_merge])
         new.update(zip([piece for piece, _ in to_merge], merged, strict=True))
-        cache = self.cache
-        cache.update(item for item in new.items() if len(item[0]) <= _CACHED_PIECE_CHARS)
-        if len(cache) > _CACHE_LIMIT:  # keep the newest half (dicts keep insertion order)
-            for old in list(islice(cache, len(cache) - _CACHE_LIMIT // 2)):
-                del cache[old]
+        single, multi = self.single, self.multi
+        for piece, tokens in new.items():
+            if len(piece) <= _CACHED_PIECE_CHARS:
+                if len(tokens) == 1:
+                    single[piece] = tokens[0]
+                else:
+                    multi[piece] = tokens
         return new
 
     def _merge(self, pieces: list[bytes]) -> list[list[int]]:

@@ -1,0 +1,178 @@
+"""``encode_batch`` on several CPU cores: the host encoder in worker processes.
+
+tiktoken's ``encode_batch(num_threads=8)`` runs its Rust encoder on a thread pool. The host
+encoder (:mod:`tensortext.bpe.host`) is Python, and one interpreter runs Python on one core at
+a time, so a large batch goes instead to worker processes, each with the encoding's host
+encoder and its own piece cache. The workers start on the first large call (the platform's
+default start method: ``fork`` on Linux up to Python 3.13) and stay for the next ones, with
+their caches warm; they ignore Ctrl-C (the caller's process handles it) and end with the
+interpreter.
+
+On two cores, 1024 texts x 4 KB: 6.0 -> 9.8 MB/s (cl100k_base), 6.8 -> 12.5 MB/s (o200k_base).
+Not 2x: the calling process spends ~15% of the time cutting the batch and rebuilding the rows
+from the workers' flat arrays, and each worker's cache sees only its share of the text. Below
+:data:`PARALLEL_MIN_CHARS` characters per call the workers do not pay: that much text takes
+~0.15 s in one process, and a first call also pays the workers' start.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import warnings
+import weakref
+from array import array
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from itertools import chain
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from tensortext.bpe.core import Encoding
+    from tensortext.bpe.host import HostEncoder
+
+__all__ = [
+    "PARALLEL_MIN_CHARS",
+    "WorkerPool",
+    "pool_encoder",
+    "shutdown_workers",
+    "usable_cores",
+    "worker_count",
+]
+
+PARALLEL_MIN_CHARS = 1 << 20
+"""Characters of ordinary text in one call from which ``encode_batch`` uses worker processes."""
+_CHUNKS_PER_WORKER = 1
+"""Tasks per worker and call. One: the host encoder merges a call's new pieces together, and
+on 1024 x 4 KB, 4 smaller tasks per worker were 25% slower than one."""
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask where the platform has one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def worker_count(num_threads: int, texts: list[str]) -> int:
+    """How many processes encode ``texts``: ``num_threads`` (tiktoken's argument), at most one
+    per usable core and per text, and 1 below :data:`PARALLEL_MIN_CHARS` characters in all."""
+    if num_threads == 1 or len(texts) == 1 or sum(map(len, texts)) < PARALLEL_MIN_CHARS:
+        return 1
+    return max(1, min(num_threads, usable_cores(), len(texts)))
+
+
+class WorkerPool:
+    """``workers`` processes, each holding ``encoding``'s host encoder (started on first use)."""
+
+    def __init__(self, encoding: Encoding, workers: int):
+        self.workers = workers
+        self.executor = ProcessPoolExecutor(
+            max_workers=workers, initializer=_start_worker, initargs=(encoding,)
+        )
+        _LIVE_POOLS.add(self)
+
+    def encode_many(self, texts: list[str]) -> list[list[int]]:
+        """:meth:`HostEncoder.encode_many` of ``texts``, in chunks across the workers.
+
+        Raises:
+            BrokenProcessPool: a worker died (killed, out of memory); the caller encodes in
+                its own process instead.
+        """
+        chunks = _balanced_chunks(texts, self.workers * _CHUNKS_PER_WORKER)
+        rows: list[list[int]] = []
+        for flat, lengths in self.executor.map(_encode_chunk, chunks):
+            tokens, start = flat.tolist(), 0
+            for length in lengths:
+                rows.append(tokens[start : start + length])
+                start += length
+        return rows
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+
+_LIVE_POOLS: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_live_pools() -> None:
+    """Stop the workers before the interpreter tears its modules down (else the executor's
+    clean-up runs after, and prints an ignored exception at exit)."""
+    for pool in list(_LIVE_POOLS):
+        pool.shutdown()
+
+
+def pool_encoder(encoding: Encoding, workers: int) -> Callable[[list[str]], list[list[int]]]:
+    """``encode_many`` through ``encoding``'s pool of ``workers`` processes (kept on the
+    encoding between calls; replaced for another worker count). If a worker dies, the texts
+    are encoded in this process with a ``RuntimeWarning``, and the next call starts a pool."""
+    pool = encoding.__dict__.get("_pool")
+    if pool is None or pool.workers != workers:
+        shutdown_workers(encoding)
+        pool = encoding.__dict__["_pool"] = WorkerPool(encoding, workers)
+
+    def encode_many(texts: list[str]) -> list[list[int]]:
+        try:
+            return pool.encode_many(texts)
+        except BrokenProcessPool as error:
+            warnings.warn(
+                f"tensortext: an encode_batch worker process died ({error}); encoding in this "
+                "process instead (pass num_threads=1 to skip the workers)",
+                RuntimeWarning,
+                stacklevel=6,
+            )
+            shutdown_workers(encoding)
+            return encoding._host.encode_many(texts)
+
+    return encode_many
+
+
+def shutdown_workers(encoding: Encoding) -> None:
+    """Stop ``encoding``'s worker processes, if it has any."""
+    pool = encoding.__dict__.pop("_pool", None)
+    if pool is not None:
+        pool.shutdown()
+
+
+def _balanced_chunks(texts: list[str], count: int) -> list[list[str]]:
+    """``texts`` cut into at most ``count`` runs of consecutive texts with similar character
+    totals (the order is kept, so the rows come back in place)."""
+    total = sum(map(len, texts))
+    target = max(total // max(count, 1), 1)
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    size = 0
+    for text in texts:
+        current.append(text)
+        size += len(text)
+        if size >= target:
+            chunks.append(current)
+            current, size = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+_WORKER_HOST: HostEncoder | None = None
+"""The host encoder of this worker process (set by :func:`_start_worker`)."""
+
+
+def _start_worker(encoding: Encoding) -> None:
+    global _WORKER_HOST
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the calling process's to handle
+    torch.set_num_threads(1)  # the tensor merges of new pieces: one core per worker
+    _WORKER_HOST = encoding._host
+
+
+def _encode_chunk(texts: list[str]) -> tuple[array[int], list[int]]:
+    """The tokens of ``texts``, flat in an array with each text's count: a list of lists of
+    ints takes 4x longer to unpickle in the calling process, which would then be the
+    bottleneck."""
+    assert _WORKER_HOST is not None, "set by the pool's initializer"
+    rows = _WORKER_HOST.encode_many(texts)
+    return array("q", chain.from_iterable(rows)), list(map(len, rows))

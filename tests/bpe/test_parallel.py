@@ -1,0 +1,151 @@
+"""``encode_batch`` in worker processes (``tensortext.bpe.parallel``): tiktoken's IDs, in order,
+with special tokens; small calls stay in the process; a dead worker costs a warning, not the
+result; workers ignore Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+from bpe_strategies import TIKTOKEN_CHAR, rich_texts
+from hypothesis import given
+from hypothesis import strategies as st
+from oracles.bpe import tiktoken_reference
+from strategies import SETTINGS
+
+from tensortext.bpe import Encoding, get_encoding, parallel
+
+pytestmark = pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="the host encoder needs possessive quantifiers (3.11)"
+)
+
+TEXTS = [
+    "def f(x):\n    return x + 1\n",
+    "日本語のテキスト、そして emoji 😀👩\u200d💻 and <|endoftext|> inside",
+    "",
+    "Grüße aus Köln! It's 2026; numbers 1234567890.",
+    "  \n\n\t mixed   whitespace \r\n",
+] * 7
+
+
+@pytest.fixture
+def enc(monkeypatch: pytest.MonkeyPatch) -> Iterator[Encoding]:
+    """cl100k_base with the worker threshold at 1 character and two usable cores (whatever
+    this machine has); its workers are stopped afterwards."""
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CHARS", 1)
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    encoding = get_encoding("cl100k_base")
+    encoding._shutdown_workers()
+    yield encoding
+    encoding._shutdown_workers()
+
+
+def worker_pids(encoding: Encoding) -> list[int]:
+    return list(encoding.__dict__["_pool"].executor._processes)
+
+
+def test_workers_give_tiktokens_ids_in_order(enc: Encoding) -> None:
+    reference = tiktoken_reference("cl100k_base")
+    allowed = {"<|endoftext|>"}
+    got = enc.encode_batch(TEXTS, num_threads=2, allowed_special=allowed)
+    assert got == reference.encode_batch(TEXTS, allowed_special=allowed)
+    pids = worker_pids(enc)
+    assert len(pids) == 2 and os.getpid() not in pids
+    # The pool stays for the next call.
+    assert enc.encode_ordinary_batch(TEXTS[::-1]) == reference.encode_ordinary_batch(TEXTS[::-1])
+    assert worker_pids(enc) == pids
+
+
+@SETTINGS
+@given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR), min_size=2, max_size=6))
+def test_workers_on_random_texts(texts: list[str]) -> None:
+    encoding = get_encoding("o200k_base")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parallel, "PARALLEL_MIN_CHARS", 1)
+        patch.setattr(parallel, "usable_cores", lambda: 2)
+        got = encoding.encode_ordinary_batch(texts, num_threads=2)
+    assert got == tiktoken_reference("o200k_base").encode_ordinary_batch(texts)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def stop_o200k_workers() -> Iterator[None]:
+    yield
+    get_encoding("o200k_base")._shutdown_workers()
+
+
+@pytest.mark.parametrize(
+    ("num_threads", "texts"),
+    [(1, TEXTS), (8, TEXTS[:1]), (8, ["", ""])],
+    ids=["num_threads=1", "one text", "no text"],
+)
+def test_calls_that_stay_in_this_process(
+    enc: Encoding, num_threads: int, texts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CHARS", 2)  # "" + "" is below it
+    reference = tiktoken_reference("cl100k_base")
+    assert enc.encode_ordinary_batch(texts, num_threads=num_threads) == [
+        reference.encode_ordinary(text) for text in texts
+    ]
+    assert "_pool" not in enc.__dict__
+
+
+def test_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 4)
+    big = ["x" * parallel.PARALLEL_MIN_CHARS]
+    assert parallel.worker_count(8, big * 10) == 4  # one per core
+    assert parallel.worker_count(3, big * 10) == 3  # num_threads
+    assert parallel.worker_count(8, big * 2) == 2  # one per text
+    assert parallel.worker_count(8, big) == 1
+    assert parallel.worker_count(8, ["x"] * 10) == 1  # too little text
+
+
+def test_balanced_chunks_keep_the_order() -> None:
+    texts = ["a" * n for n in [5, 1, 1, 1, 1, 1, 9, 0, 1]]
+    chunks = parallel._balanced_chunks(texts, 3)
+    assert [text for chunk in chunks for text in chunk] == texts
+    assert len(chunks) == 3
+
+
+def test_disallowed_special_raises_before_any_worker_starts(enc: Encoding) -> None:
+    with pytest.raises(ValueError, match="disallowed_special"):
+        enc.encode_batch(TEXTS, num_threads=2)
+    assert "_pool" not in enc.__dict__
+
+
+def test_a_dead_worker_costs_a_warning_not_the_result(enc: Encoding) -> None:
+    reference = tiktoken_reference("cl100k_base").encode_ordinary_batch(TEXTS)
+    assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
+    for pid in worker_pids(enc):
+        os.kill(pid, signal.SIGKILL)
+    with pytest.warns(RuntimeWarning, match="worker process died"):
+        assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
+    assert "_pool" not in enc.__dict__
+    assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference  # a new pool
+    assert len(worker_pids(enc)) == 2
+
+
+def test_workers_ignore_ctrl_c(enc: Encoding) -> None:
+    """Ctrl-C reaches every process of the terminal's group: the caller handles it (the CLI
+    exits 130); the workers neither die nor print a traceback."""
+    reference = tiktoken_reference("cl100k_base").encode_ordinary_batch(TEXTS)
+    assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
+    pids = worker_pids(enc)
+    for pid in pids:
+        os.kill(pid, signal.SIGINT)
+    time.sleep(0.2)
+    assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
+    assert worker_pids(enc) == pids
+
+
+def test_another_worker_count_replaces_the_pool(
+    enc: Encoding, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 3)
+    reference = tiktoken_reference("cl100k_base").encode_ordinary_batch(TEXTS)
+    assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
+    assert enc.encode_ordinary_batch(TEXTS, num_threads=3) == reference
+    assert len(worker_pids(enc)) == 3

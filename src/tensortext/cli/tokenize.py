@@ -1,10 +1,17 @@
-"""``tensortext tokenize``: BPE-encode text lines to lines of token IDs, or decode them back."""
+"""``tensortext tokenize``: BPE-encode documents to lines of token IDs or to token shards
+(nanoGPT's ``.npy``, llm.c's ``.bin``), or decode lines of IDs back.
+
+Encoding streams: documents (text lines, whole files, or a field of JSON lines) are read one at
+a time and encoded in batches of about ``--batch-bytes`` (on a CPU, a large batch is shared
+among worker processes), so memory does not grow with the input."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
 from typing import Any, TextIO
 
+from tensortext.cli import corpus
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
@@ -41,8 +48,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="an encoding name (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base, "
         "o200k_harmony), a tokenizer.json path or a directory holding one",
     )
-    parser.add_argument("-i", "--input", help="input file (default: standard input)")
-    parser.add_argument("-o", "--output", help="output file (default: standard output)")
+    parser.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        help="input file, '-' for standard input (the default), or a glob; repeat for several. "
+        "A .jsonl file gives one document per line (see --field)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        help="output file (default: standard output); with --format npy or bin, the prefix of "
+        "the shards PREFIX_000000.npy ... and of the index PREFIX_index.json",
+    )
+    corpus.add_arguments(parser)
     parser.add_argument("--decode", action="store_true", help="lines of IDs in, text out")
     parser.add_argument(
         "--allowed-special",
@@ -65,8 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-lines",
         type=int,
-        default=4096,
-        help=f"lines encoded or decoded per batch, 1 to {MAX_BATCH_LINES} (default: 4096)",
+        help=f"documents encoded (or lines decoded) per batch, 1 to {MAX_BATCH_LINES} (default: "
+        "4096 for ids, else as many as --batch-bytes holds)",
     )
     add_device_argument(parser)
 
@@ -110,19 +129,99 @@ def _bad_id(tokens: list[str]) -> str:
 
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
     check_int_flag("--batch-lines", args.batch_lines, 1, MAX_BATCH_LINES)
-    check_output(args.output, [("-i", args.input), ("-e", args.encoding)])
+    check_int_flag("--batch-bytes", args.batch_bytes, 1, corpus.MAX_BATCH_BYTES)
+    check_int_flag("--shard-tokens", args.shard_tokens, 1, corpus.MAX_SHARD_TOKENS)
+    inputs = corpus.expand_inputs(args.input or ["-"])
+    shards = args.format != "ids"
+    if args.decode and (shards or len(inputs) > 1 or args.whole_file or args.append_eot):
+        raise CliError("--decode reads one file of ID lines: no --format, --whole-file, "
+                       "--append-eot or several inputs")  # fmt: skip
+    if shards and args.output in (None, "-"):
+        raise CliError(f"--format {args.format} writes shard files: pass -o PREFIX")
+    corpus.check_inputs(inputs)
+    named_inputs = [("-i", path) for path in inputs] + [("-e", args.encoding)]
+    check_output(f"{args.output}_index.json" if shards else args.output, named_inputs)
     device = device_from(args)
-    name = args.input or "<stdin>"
+    if shards:
+        encoding = load_encoding(args.encoding)
+        dtype = _shard_dtype(encoding, args.dtype)
+        _write_shards(encoding, inputs, args, device, stdin, dtype)
+        return
     with open_output(args.output, stdout) as out:  # before the work: a bad -o costs nothing
         encoding = load_encoding(args.encoding)
-        lines = read_lines(args.input, stdin)
-        for first in range(0, len(lines), args.batch_lines):
-            chunk = lines[first : first + args.batch_lines]
-            if args.decode:
-                _decode_lines(encoding, parse_id_lines(chunk, name, first + 1), first, out)
-            else:
-                for row in _encode_lines(encoding, chunk, args, device):
-                    out.write(" ".join(map(str, row)) + "\n")
+        if args.decode:
+            _decode_file(encoding, inputs[0], args.batch_lines or 4096, stdin, out)
+            return
+        progress = corpus.Progress(inputs, quiet=args.quiet, summary=corpus.stderr_is_terminal())
+        for rows in _encoded_batches(encoding, inputs, args, device, stdin, progress):
+            out.write("".join(" ".join(map(str, row)) + "\n" for row in rows))
+        progress.close()
+
+
+def _decode_file(encoding: Any, path: str, batch_lines: int, stdin: Any, out: TextIO) -> None:
+    name = "<stdin>" if path == "-" else path
+    lines = read_lines(path, stdin)
+    for first in range(0, len(lines), batch_lines):
+        chunk = lines[first : first + batch_lines]
+        _decode_lines(encoding, parse_id_lines(chunk, name, first + 1), first, out)
+
+
+def _shard_dtype(encoding: Any, dtype: str | None) -> str:
+    fits = encoding.max_token_value < 1 << 16
+    if dtype == "uint16" and not fits:
+        raise CliError(
+            f"--dtype uint16 cannot hold {encoding.name}'s IDs (up to {encoding.max_token_value}); "
+            "use --dtype uint32"
+        )
+    return dtype or ("uint16" if fits else "uint32")
+
+
+def _write_shards(
+    encoding: Any, inputs: list[str], args: argparse.Namespace, device: Any, stdin: Any, dtype: str
+) -> None:
+    writer = corpus.ShardWriter(
+        args.output,
+        args.format,
+        dtype,
+        args.shard_tokens,
+        {"encoding": encoding.name, "vocab_sha256": corpus.vocab_sha256(encoding),
+         "append_eot": args.append_eot, "inputs": inputs},
+    )  # fmt: skip
+    progress = corpus.Progress(inputs, quiet=args.quiet, summary=True)
+    for rows in _encoded_batches(encoding, inputs, args, device, stdin, progress):
+        writer.add(rows)
+    index = writer.close()
+    progress.close(f"{len(index['shards'])} shards, {args.output}_index.json")
+
+
+def _encoded_batches(
+    encoding: Any,
+    inputs: list[str],
+    args: argparse.Namespace,
+    device: Any,
+    stdin: Any,
+    progress: corpus.Progress,
+) -> Iterator[list[list[int]]]:
+    """The token rows of each batch of documents, with the end-of-text token if asked."""
+    eot = _eot_token(encoding) if args.append_eot else None
+    documents = corpus.read_documents(
+        inputs, whole_file=args.whole_file, field=args.field, stdin=stdin
+    )
+    default_lines = 4096 if args.format == "ids" else MAX_BATCH_LINES
+    for batch in corpus.batches(documents, args.batch_bytes, args.batch_lines or default_lines):
+        rows = _encode_lines(encoding, [document.text for document in batch], args, device)
+        if eot is not None:
+            for row in rows:
+                row.append(eot)
+        progress.update(batch, rows)
+        yield rows
+
+
+def _eot_token(encoding: Any) -> int:
+    try:
+        return int(encoding.eot_token)
+    except KeyError:
+        raise CliError(f"--append-eot: {encoding.name} has no <|endoftext|> token") from None
 
 
 def _encode_lines(

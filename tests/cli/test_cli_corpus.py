@@ -11,6 +11,8 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from oracles.bpe import tiktoken_reference
 
@@ -54,7 +56,7 @@ def run(*argv: str, stdin: str | None = None) -> str:
 
 
 def write_inputs(folder: Path, docs: list[str], kind: str) -> list[str]:
-    """The documents as one text file of lines, one file per document, or JSON lines."""
+    """The documents as one text file of lines, one file per document, JSON lines or Parquet."""
     if kind == "lines":
         (folder / "corpus.txt").write_text("\n".join(docs) + "\n", encoding="utf-8")
         return ["-i", str(folder / "corpus.txt")]
@@ -62,6 +64,10 @@ def write_inputs(folder: Path, docs: list[str], kind: str) -> list[str]:
         for number, doc in enumerate(docs):
             (folder / f"doc_{number:04d}.txt").write_text(doc, encoding="utf-8")
         return ["-i", str(folder / "doc_*.txt"), "--whole-file"]
+    if kind == "parquet":
+        table = pa.table({"id": list(range(len(docs))), "text": docs})
+        pq.write_table(table, folder / "corpus.parquet", row_group_size=50)  # several groups
+        return ["-i", str(folder / "corpus.parquet")]
     records = "".join(json.dumps({"id": n, "text": doc}) + "\n" for n, doc in enumerate(docs))
     (folder / "corpus.jsonl").write_text(records, encoding="utf-8")
     return ["-i", str(folder / "corpus.jsonl")]
@@ -69,7 +75,7 @@ def write_inputs(folder: Path, docs: list[str], kind: str) -> list[str]:
 
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "gpt2"])
 @pytest.mark.parametrize("file_format", ["npy", "bin"])
-@pytest.mark.parametrize("kind", ["lines", "whole-file", "jsonl"])
+@pytest.mark.parametrize("kind", ["lines", "whole-file", "jsonl", "parquet"])
 def test_shards_equal_the_baseline_scripts(
     tmp_path: Path, name: str, file_format: str, kind: str
 ) -> None:
@@ -190,3 +196,50 @@ def test_summary_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     err = capsys.readouterr().err
     assert err.startswith("tokenize: 2 documents, 3 tokens from 0.0 MB in ")
     assert "tokens/s); wrote 1 shards" in err
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"body": ["a"]}, "corpus.parquet: no column 'text' (it has: body); pass --field"),
+        ({"text": [1, 2]}, "corpus.parquet: column 'text' holds int64, not strings"),
+        ({"text": ["a", None]}, "corpus.parquet, row 2: 'text' is null"),
+        (None, "corpus.parquet: not a Parquet file"),
+    ],
+    ids=["no column", "not strings", "null", "not parquet"],
+)
+def test_parquet_errors(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    table: dict[str, list[object]] | None,
+    message: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if table is None:
+        (tmp_path / "corpus.parquet").write_text("text\na\n", encoding="utf-8")
+    else:
+        pq.write_table(pa.table(table), tmp_path / "corpus.parquet")
+    with pytest.raises(SystemExit) as error:
+        run("tokenize", "-e", "cl100k_base", "-i", "corpus.parquet", "-o", "s", "--format", "npy")
+    assert error.value.code == 2
+    assert message in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["corpus.parquet"]
+
+
+def test_a_failed_run_keeps_the_earlier_shards(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The documents after the first shards hold a disallowed special token: the run fails,
+    and the shards and index of the earlier run with that prefix are as they were."""
+    docs = [doc.replace("\n", " ") for doc in documents()]
+    inputs = write_inputs(tmp_path, docs, "lines")
+    argv = ["tokenize", "-e", "gpt2", *inputs, "-o", str(tmp_path / "s"), "--format", "bin"]
+    run(*argv, "--shard-tokens", "500", "-q")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    (tmp_path / "corpus.txt").write_text("\n".join([*docs, "<|endoftext|>"]), encoding="utf-8")
+    before["corpus.txt"] = (tmp_path / "corpus.txt").read_bytes()
+    with pytest.raises(SystemExit):
+        run(*argv, "--shard-tokens", "300", "--batch-bytes", "2000", "-q")
+    assert "special token '<|endoftext|>'" in capsys.readouterr().err
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before

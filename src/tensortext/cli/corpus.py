@@ -2,19 +2,21 @@
 token shards in nanoGPT's ``.npy`` or llm.c's ``.bin`` layout, and their index.
 
 Memory stays bounded whatever the input size: documents are read one at a time and encoded in
-batches of about ``--batch-bytes``; a shard's tokens fill one buffer of ``--shard-tokens``
-(``np.empty``: pages are committed as they fill), written through a temporary file and renamed.
-A document's tokens run over into the next shard when one fills, as in nanoGPT's
-``fineweb.py``.
+batches of about ``--batch-bytes``; a shard's tokens fill one buffer (grown by doubling up to
+``--shard-tokens``), and each full shard is written to a temporary file, all of them renamed
+when the run succeeds. A document's tokens run over into the next shard when one fills, as in
+nanoGPT's ``fineweb.py``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import io
 import json
 import os
+import secrets
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -92,8 +94,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-bytes",
         type=int,
-        default=1 << 23,
-        help=f"characters encoded per batch, 1 to {MAX_BATCH_BYTES} (default: 8 MiB)",
+        default=1 << 21,
+        help=f"characters encoded per batch, 1 to {MAX_BATCH_BYTES} (default: 2 MiB; from 1 MiB "
+        "a batch is shared among --workers)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=8,
+        help="on a CPU, the most processes that share a batch of 1 MB or more (encode_batch's "
+        "num_threads; at most one per usable core; default: 8)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
 
@@ -135,13 +145,17 @@ def read_documents(
 ) -> Iterator[Document]:
     """The documents of each input in turn (``-``: standard input).
 
-    A ``.jsonl`` input gives one document per non-blank line, the string at key ``field``; any
+    A ``.jsonl`` input gives one document per non-blank line, the string at key ``field``; a
+    ``.parquet`` input one per row of column ``field`` (pyarrow, the ``[parquet]`` extra); any
     other input gives one per line (ending at ``\\n`` only, as every reader of the package), or
     the whole file with ``whole_file``. Invalid UTF-8, a line that is no JSON object, or a
-    missing or non-string field raises :class:`CliError` naming the file and line.
+    missing or non-string field raises :class:`CliError` naming the file and line (or row).
     """
     for path in inputs:
         name = "<stdin>" if path == "-" else path
+        if path.endswith(".parquet"):
+            yield from _parquet_rows(path, field)
+            continue
         with _open_binary(path, stdin) as stream:
             if path.endswith(".jsonl"):
                 yield from _json_lines(stream, name, field)
@@ -173,6 +187,34 @@ def _json_lines(stream: BinaryIO, name: str, key: str) -> Iterator[Document]:
             kind = type(record[key]).__name__
             raise CliError(f"{name}, line {number}: field {key!r} is a {kind}, not a string")
         yield Document(record[key], len(raw))
+
+
+def _parquet_rows(path: str, key: str) -> Iterator[Document]:
+    try:
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ImportError:
+        raise CliError(
+            f"{path}: reading Parquet needs pyarrow: pip install 'tensortext[parquet]'"
+        ) from None
+    try:
+        table = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as error:
+        raise CliError(f"{path}: not a Parquet file ({error})") from None
+    schema = table.schema_arrow
+    if key not in schema.names:
+        columns = ", ".join(schema.names[:8])
+        raise CliError(f"{path}: no column {key!r} (it has: {columns}); pass --field")
+    kind = schema.field(key).type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        raise CliError(f"{path}: column {key!r} holds {kind}, not strings")
+    row = 0
+    for batch in table.iter_batches(columns=[key], batch_size=4096):
+        for text in batch.column(0).to_pylist():
+            row += 1
+            if text is None:
+                raise CliError(f"{path}, row {row}: {key!r} is null")
+            yield Document(text, len(text))
 
 
 def _open_binary(path: str, stdin: Any) -> Any:
@@ -237,7 +279,9 @@ def vocab_sha256(encoding: Any) -> str:
 @dataclass
 class ShardWriter:
     """Token shards ``PREFIX_000000.npy`` (or ``.bin``), each ``shard_tokens`` long but the
-    last, and the index ``PREFIX_index.json`` at :meth:`close`."""
+    last, and the index ``PREFIX_index.json``. Shards are written under temporary names as they
+    fill and renamed at :meth:`close`, so a failed or interrupted run (:meth:`abort`) leaves
+    the files of an earlier run with the same prefix as they were."""
 
     prefix: str
     file_format: str  # "npy" or "bin"
@@ -248,14 +292,22 @@ class ShardWriter:
     _buffer: Any = None
     _filled: int = 0
     _documents: int = 0
+    _staged: list[Path] = field(default_factory=list)  # shards written under temporary names
+
+    def abort(self) -> None:
+        """Removes the shards written so far (the run failed: files of an earlier run with
+        this prefix stay as they were)."""
+        for staged in self._staged:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)
+        self._staged = []
 
     def add(self, rows: list[list[int]]) -> None:
         """Appends each document's tokens, writing every shard that fills. A document counts
         in the shard that holds its last token (an empty one, in the shard being filled)."""
-        if self._buffer is None:
-            self._buffer = np.empty(self.shard_tokens, dtype=self.dtype)
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         total = int(lengths.sum())
+        self._grow(min(self.shard_tokens, self._filled + total))
         flat = np.fromiter(chain.from_iterable(rows), dtype=self.dtype, count=total)
         ends = np.cumsum(lengths)[lengths > 0]
         start = 0
@@ -269,10 +321,24 @@ class ShardWriter:
                 self._write()
         self._documents += int(np.count_nonzero(lengths == 0))
 
+    def _grow(self, needed: int) -> None:
+        """A buffer of at least ``needed`` tokens (doubling, at most ``shard_tokens``)."""
+        size = 0 if self._buffer is None else self._buffer.size
+        if size >= needed:
+            return
+        grown = np.empty(min(self.shard_tokens, max(needed, 2 * size, 1 << 20)), self.dtype)
+        if self._buffer is not None:
+            grown[: self._filled] = self._buffer[: self._filled]
+        self._buffer = grown
+
     def close(self) -> dict[str, Any]:
-        """Writes the last, partial shard and the index; returns the index."""
+        """Writes the last, partial shard, gives every shard its name, then writes the index;
+        returns the index."""
         if self._filled or not self.shards:
             self._write()
+        for staged, shard in zip(self._staged, self.shards, strict=True):
+            os.replace(staged, Path(self.prefix).with_name(shard["file"]))
+        self._staged = []
         index = {
             **self.index_fields,
             "format": self.file_format,
@@ -291,7 +357,9 @@ class ShardWriter:
         path = f"{self.prefix}_{len(self.shards):06d}.{self.file_format}"
         buffer = self._buffer if self._buffer is not None else np.empty(0, dtype=self.dtype)
         tokens = buffer[: self._filled]
-        with formats.atomic_write(path, "wb") as stream:
+        staged = Path(path).with_name(f".{Path(path).name}.{secrets.token_hex(4)}.part")
+        self._staged.append(staged)
+        with formats.atomic_write(staged, "wb") as stream:
             write_shard(stream, tokens, self.file_format)
         self.shards.append(
             {"file": Path(path).name, "tokens": int(tokens.size), "documents": self._documents}
@@ -329,7 +397,8 @@ class Progress:
         if not quiet and stderr_is_terminal():
             from tqdm import tqdm  # type: ignore[import-untyped]
 
-            files = [path for path in inputs if path != "-"]
+            # Parquet is compressed: its rows are counted in characters, so no total is known.
+            files = [path for path in inputs if path != "-" and not path.endswith(".parquet")]
             total = sum(map(os.path.getsize, files)) if len(files) == len(inputs) else None
             self.bar = tqdm(
                 total=total, unit="B", unit_scale=True, desc="tokenize", file=sys.stderr

@@ -24,7 +24,7 @@ from tensortext.bpe import (
     get_encoding,
     list_encoding_names,
 )
-from tensortext.padded import MISSING_REF, PAD_ID, Padded, pad_ragged, pad_ragged_refs
+from tensortext.padded import MISSING_REF, PAD_ID, Flat, Padded, pad_ragged, pad_ragged_refs
 
 __version__ = "0.3.0"
 
@@ -34,6 +34,7 @@ __all__ = [
     "PAD_ID",
     "BleuConfig",
     "Encoding",
+    "Flat",
     "Padded",
     "__version__",
     "bleu_from_stats",

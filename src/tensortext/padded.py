@@ -24,7 +24,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-__all__ = ["MISSING_REF", "PAD_ID", "Padded", "pad_ragged", "pad_ragged_refs"]
+__all__ = ["MISSING_REF", "PAD_ID", "Flat", "Padded", "pad_ragged", "pad_ragged_refs"]
 
 PAD_ID = -1
 # The length of a reference slot that holds no reference (length 0 is an empty reference).
@@ -52,6 +52,31 @@ class Padded(NamedTuple):
             raise ValueError(f"tolist needs ids [B, L], got shape {list(self.ids.shape)}")
         rows = self.ids.tolist()
         return [row[:n] for row, n in zip(rows, self.lengths.tolist(), strict=True)]
+
+
+class Flat(NamedTuple):
+    """A ragged batch without padding: ``ids [T]`` int64, every row's IDs one after another,
+    and ``lengths [B]`` int64. Memory follows the total length, not ``B`` times the longest
+    row (quicktok's flat tokens + offsets, with lengths). Row ``b`` is
+    ``ids[offsets[b]:offsets[b + 1]]``.
+    """
+
+    ids: Tensor
+    lengths: Tensor
+
+    @property
+    def offsets(self) -> Tensor:
+        """``[B + 1]`` int64: where each row starts, then the total."""
+        zero = self.lengths.new_zeros(1)
+        return torch.cat([zero, torch.cumsum(self.lengths, 0)])
+
+    def tolist(self) -> list[list[int]]:
+        """The rows as lists (one host copy)."""
+        flat, rows, start = self.ids.tolist(), [], 0
+        for length in self.lengths.tolist():
+            rows.append(flat[start : start + length])
+            start += length
+        return rows
 
 
 def pad_ragged(

@@ -97,6 +97,10 @@ def assert_like_tokenizers(spec: dict[str, Any], texts: list[str] = TEXTS) -> En
             assert got == want[row], (
                 f"add_special_tokens={add}, text {text!r}: {got} != {want[row]}"
             )
+        flat = ours.encode_batch_to_flat(
+            texts, allowed_special="all", disallowed_special=(), add_special_tokens=add
+        )
+        assert flat.tolist() == want  # the post-processor's tokens without padding too
         if not add:
             singles = [ours.encode(text, allowed_special="all") for text in texts]
             assert singles == want

@@ -6,19 +6,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensortext._checks import check_choice, check_int, resolve_device
+from tensortext._checks import check_int
 from tensortext.bpe import parallel, unstable
 from tensortext.bpe.decoding import decode_padded, token_bytes
-from tensortext.bpe.engine import MergeBackend, Segments, encode_flat, pad_flat, piece_texts
+from tensortext.bpe.engine import Segments, encode_flat, piece_texts
 from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.host import HostEncoder
 from tensortext.bpe.merge import merge_serial
-from tensortext.bpe.merge_triton import triton_usable
 from tensortext.bpe.pretokenize import PatternKind
+from tensortext.bpe.tensor_api import TensorMethods
 from tensortext.bpe.text import (
     AllowedSpecial,
     DisallowedSpecial,
@@ -30,7 +30,7 @@ from tensortext.bpe.text import (
     prepare_segments,
 )
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file
-from tensortext.padded import PAD_ID, Padded
+from tensortext.padded import Padded
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,10 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Encoding"]
 
-Pretokenize = Literal["regex", "bytes"]
 
-
-class Encoding:
+class Encoding(TensorMethods):
     """A byte-level BPE encoding: tiktoken's ``Encoding``, same methods and results, batched
     on tensors underneath.
 
@@ -255,89 +253,6 @@ class Encoding:
             if token is None or special.encode("utf-8") != data:
                 raise KeyError(data)
         return token
-
-    # ------------------------------------------------------------------ tensors
-    def encode_to_tensor(
-        self,
-        text: str,
-        *,
-        device: torch.device | str | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
-        disallowed_special: DisallowedSpecial = "all",
-        add_special_tokens: bool = False,
-    ) -> torch.Tensor:
-        """:meth:`encode` as ``ids [L]`` int64 on ``device``; the keywords are
-        :meth:`encode_batch_to_tensor`'s."""
-        ids, _ = self.encode_batch_to_tensor(
-            [check_text(text)],
-            device=device,
-            allowed_special=allowed_special,
-            disallowed_special=disallowed_special,
-            add_special_tokens=add_special_tokens,
-        )
-        return ids[0]
-
-    def encode_batch_to_tensor(
-        self,
-        texts: Sequence[str],
-        *,
-        device: torch.device | str | None = None,
-        allowed_special: AllowedSpecial = frozenset(),
-        disallowed_special: DisallowedSpecial = "all",
-        pretokenize: Pretokenize = "regex",
-        pad_id: int = PAD_ID,
-        merge_backend: MergeBackend = "auto",
-        add_special_tokens: bool = False,
-    ) -> Padded:
-        """Encode a batch at once: split, look up and merge every text together on ``device``.
-
-        Args:
-            texts: ``B`` strings.
-            device: where the work runs and the result lives: ``None`` (the CPU), ``"auto"``
-                (CUDA when available) or a torch device.
-            allowed_special, disallowed_special: as in :meth:`encode`.
-            pretokenize: ``"regex"`` (exact) or ``"bytes"`` (BlockBPE's byte-level split, for
-                comparison only: its IDs differ from tiktoken's).
-            pad_id: fills ``ids`` past each length; -1 so that forgetting ``lengths`` fails
-                loudly (ID 0 is a real token, ``!``).
-            merge_backend: ``"auto"`` (the Triton kernel on CUDA when triton is installed, for
-                pieces up to 64 bytes; torch otherwise), ``"torch"`` or ``"triton"``. All give
-                the same IDs.
-            add_special_tokens: add the Hugging Face post-processor's tokens around each text
-                (e.g. a BOS), as HF's ``encode(..., add_special_tokens=True)``; tiktoken's
-                encodings have none.
-
-        Returns:
-            :class:`~tensortext.padded.Padded` ``(ids [B, L], lengths [B])`` int64; row ``b``
-            equals ``encode(texts[b])``, whatever else is in the batch.
-        """
-        texts = check_texts(texts, "texts")
-        check_choice("pretokenize", pretokenize, ("regex", "bytes"))
-        check_choice("merge_backend", merge_backend, ("auto", "torch", "triton"))
-        if not isinstance(add_special_tokens, bool):
-            raise TypeError(f"add_special_tokens must be a bool, got {add_special_tokens!r}")
-        check_int("pad_id", pad_id)
-        target = resolve_device(device)
-        if merge_backend == "triton" and not triton_usable(target):
-            raise ValueError(
-                f"merge_backend='triton' needs the triton package and a CUDA device (or "
-                f"TRITON_INTERPRET=1); got device {target}. Use merge_backend='auto'"
-            )
-        allowed = allowed_set(self._vocab, allowed_special)
-        check_disallowed(self._vocab, texts, allowed, disallowed_special)
-        kind: PatternKind = "bytes" if pretokenize == "bytes" else self._vocab.kind
-        tokens, lengths = encode_flat(
-            self._vocab,
-            prepare_segments(self._vocab, texts, allowed),
-            len(texts),
-            target,
-            kind,
-            merge_backend,
-        )
-        options = self._vocab.options
-        if not add_special_tokens:
-            return pad_flat(tokens, lengths, pad_id)
-        return pad_flat(tokens, lengths, pad_id, options.prefix_ids, options.suffix_ids)
 
     # ------------------------------------------------------------------ tiktoken: decoding
     def decode_bytes(self, tokens: Sequence[int] | torch.Tensor) -> bytes:

@@ -14,6 +14,7 @@ import torch
 
 from tensortext.bpe.merge import (
     MergeTables,
+    expand_spans,
     lookup_pieces,
     merge_parts_by_rank,
     merge_pieces,
@@ -222,6 +223,32 @@ def _collect(
     return token_at_byte[positions], lengths
 
 
+def affix_flat(
+    tokens: torch.Tensor,
+    lengths: torch.Tensor,
+    prefix: tuple[int, ...] = (),
+    suffix: tuple[int, ...] = (),
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``tokens [T]`` of rows ``lengths [B]`` with ``prefix`` and ``suffix`` IDs around each row:
+    ``(tokens [T + B * extra], lengths [B])``."""
+    extra = len(prefix) + len(suffix)
+    if not extra:
+        return tokens, lengths
+    device = tokens.device
+    rows = lengths.numel()
+    out_lengths = lengths + extra
+    out_starts = torch.cumsum(out_lengths, 0) - out_lengths  # [B]
+    total = tokens.numel() + rows * extra
+    out = torch.empty(total, dtype=torch.int64, device=device)
+    row_of, column = expand_spans(lengths)  # [T] each
+    out[out_starts[row_of] + len(prefix) + column] = tokens
+    for k, token in enumerate(prefix):
+        out[out_starts + k] = token
+    for k, token in enumerate(suffix):
+        out[out_starts + len(prefix) + lengths + k] = token
+    return out, out_lengths
+
+
 def pad_flat(
     tokens: torch.Tensor,
     lengths: torch.Tensor,
@@ -234,12 +261,7 @@ def pad_flat(
     device = tokens.device
     extra = len(prefix) + len(suffix)
     rows = lengths.numel()
-    row_of = torch.repeat_interleave(
-        torch.arange(rows, device=device), lengths, output_size=tokens.numel()
-    )
-    column = (
-        torch.arange(tokens.numel(), device=device) - (torch.cumsum(lengths, 0) - lengths)[row_of]
-    )
+    row_of, column = expand_spans(lengths)  # [T] each
     out_lengths = lengths + extra
     width = int(out_lengths.max()) if rows else 0
     padded = torch.full((rows, width), pad_id, dtype=torch.int64, device=device)

@@ -1,0 +1,158 @@
+"""The tensor variants of :class:`~tensortext.bpe.Encoding`, under names of their own:
+``encode_to_tensor`` (``[L]``), ``encode_batch_to_tensor`` (:class:`~tensortext.padded.Padded`
+``[B, L]``) and ``encode_batch_to_flat`` (:class:`~tensortext.padded.Flat`, no padding), all
+from the tensor engine (:mod:`tensortext.bpe.engine`) on any device."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import torch
+
+from tensortext._checks import check_choice, check_int, resolve_device
+from tensortext.bpe.engine import MergeBackend, affix_flat, encode_flat, pad_flat
+from tensortext.bpe.merge_triton import triton_usable
+from tensortext.bpe.pretokenize import PatternKind
+from tensortext.bpe.text import (
+    AllowedSpecial,
+    DisallowedSpecial,
+    allowed_set,
+    check_disallowed,
+    check_text,
+    check_texts,
+    prepare_segments,
+)
+from tensortext.padded import PAD_ID, Flat, Padded
+
+if TYPE_CHECKING:
+    from tensortext.bpe.vocab import Vocab
+
+__all__ = ["Pretokenize", "TensorMethods"]
+
+Pretokenize = Literal["regex", "bytes"]
+
+
+class TensorMethods:
+    """The tensor methods :class:`~tensortext.bpe.Encoding` inherits (it sets ``_vocab``)."""
+
+    _vocab: Vocab
+
+    def encode_to_tensor(
+        self,
+        text: str,
+        *,
+        device: torch.device | str | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        add_special_tokens: bool = False,
+    ) -> torch.Tensor:
+        """:meth:`encode` as ``ids [L]`` int64 on ``device``; the keywords are
+        :meth:`encode_batch_to_tensor`'s."""
+        ids, _ = self.encode_batch_to_tensor(
+            [check_text(text)],
+            device=device,
+            allowed_special=allowed_special,
+            disallowed_special=disallowed_special,
+            add_special_tokens=add_special_tokens,
+        )
+        return ids[0]
+
+    def encode_batch_to_tensor(
+        self,
+        texts: Sequence[str],
+        *,
+        device: torch.device | str | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        pretokenize: Pretokenize = "regex",
+        pad_id: int = PAD_ID,
+        merge_backend: MergeBackend = "auto",
+        add_special_tokens: bool = False,
+    ) -> Padded:
+        """Encode a batch at once: split, look up and merge every text together on ``device``.
+
+        Args:
+            texts: ``B`` strings.
+            device: where the work runs and the result lives: ``None`` (the CPU), ``"auto"``
+                (CUDA when available) or a torch device.
+            allowed_special, disallowed_special: as in :meth:`encode`.
+            pretokenize: ``"regex"`` (exact) or ``"bytes"`` (BlockBPE's byte-level split, for
+                comparison only: its IDs differ from tiktoken's).
+            pad_id: fills ``ids`` past each length; -1 so that forgetting ``lengths`` fails
+                loudly (ID 0 is a real token, ``!``).
+            merge_backend: ``"auto"`` (the Triton kernel on CUDA when triton is installed, for
+                pieces up to 64 bytes; torch otherwise), ``"torch"`` or ``"triton"``. All give
+                the same IDs.
+            add_special_tokens: add the Hugging Face post-processor's tokens around each text
+                (e.g. a BOS), as HF's ``encode(..., add_special_tokens=True)``; tiktoken's
+                encodings have none.
+
+        Returns:
+            :class:`~tensortext.padded.Padded` ``(ids [B, L], lengths [B])`` int64; row ``b``
+            equals ``encode(texts[b])``, whatever else is in the batch.
+        """
+        check_int("pad_id", pad_id)
+        tokens, lengths = self._encode_flat(
+            texts, device, allowed_special, disallowed_special, pretokenize, merge_backend,
+            add_special_tokens,
+        )  # fmt: skip
+        affixes = self._affixes(add_special_tokens)
+        return pad_flat(tokens, lengths, pad_id, *affixes)
+
+    def encode_batch_to_flat(
+        self,
+        texts: Sequence[str],
+        *,
+        device: torch.device | str | None = None,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        pretokenize: Pretokenize = "regex",
+        merge_backend: MergeBackend = "auto",
+        add_special_tokens: bool = False,
+    ) -> Flat:
+        """:meth:`encode_batch_to_tensor` without padding: memory and the result follow the
+        total number of tokens, so one long document among short ones costs only its own
+        length (the keywords are the same).
+
+        Returns:
+            :class:`~tensortext.padded.Flat` ``(ids [T], lengths [B])`` int64: the rows one
+            after another; row ``b`` equals ``encode(texts[b])``.
+        """
+        tokens, lengths = self._encode_flat(
+            texts, device, allowed_special, disallowed_special, pretokenize, merge_backend,
+            add_special_tokens,
+        )  # fmt: skip
+        return Flat(*affix_flat(tokens, lengths, *self._affixes(add_special_tokens)))
+
+    def _affixes(self, add_special_tokens: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        options = self._vocab.options
+        return (options.prefix_ids, options.suffix_ids) if add_special_tokens else ((), ())
+
+    def _encode_flat(
+        self,
+        texts: Sequence[str],
+        device: torch.device | str | None,
+        allowed_special: AllowedSpecial,
+        disallowed_special: DisallowedSpecial,
+        pretokenize: Pretokenize,
+        merge_backend: MergeBackend,
+        add_special_tokens: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Checks every argument, then ``(tokens [T], lengths [B])`` from the tensor engine."""
+        texts = check_texts(texts, "texts")
+        check_choice("pretokenize", pretokenize, ("regex", "bytes"))
+        check_choice("merge_backend", merge_backend, ("auto", "torch", "triton"))
+        if not isinstance(add_special_tokens, bool):
+            raise TypeError(f"add_special_tokens must be a bool, got {add_special_tokens!r}")
+        target = resolve_device(device)
+        if merge_backend == "triton" and not triton_usable(target):
+            raise ValueError(
+                f"merge_backend='triton' needs the triton package and a CUDA device (or "
+                f"TRITON_INTERPRET=1); got device {target}. Use merge_backend='auto'"
+            )
+        allowed = allowed_set(self._vocab, allowed_special)
+        check_disallowed(self._vocab, texts, allowed, disallowed_special)
+        kind: PatternKind = "bytes" if pretokenize == "bytes" else self._vocab.kind
+        segments = prepare_segments(self._vocab, texts, allowed)
+        return encode_flat(self._vocab, segments, len(texts), target, kind, merge_backend)

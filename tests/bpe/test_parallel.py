@@ -141,11 +141,15 @@ def test_workers_ignore_ctrl_c(enc: Encoding) -> None:
     assert worker_pids(enc) == pids
 
 
-def test_another_worker_count_replaces_the_pool(
+def test_a_pool_serves_fewer_workers_and_grows_for_more(
     enc: Encoding, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(parallel, "usable_cores", lambda: 3)
     reference = tiktoken_reference("cl100k_base").encode_ordinary_batch(TEXTS)
     assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
+    pids = worker_pids(enc)
     assert enc.encode_ordinary_batch(TEXTS, num_threads=3) == reference
-    assert len(worker_pids(enc)) == 3
+    assert len(worker_pids(enc)) == 3 and worker_pids(enc) != pids  # a bigger pool
+    pids = worker_pids(enc)
+    assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
+    assert worker_pids(enc) == pids  # the same pool, two of its workers

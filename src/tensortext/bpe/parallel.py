@@ -79,14 +79,15 @@ class WorkerPool:
         )
         _LIVE_POOLS.add(self)
 
-    def encode_many(self, texts: list[str]) -> list[list[int]]:
-        """:meth:`HostEncoder.encode_many` of ``texts``, in chunks across the workers.
+    def encode_many(self, texts: list[str], workers: int | None = None) -> list[list[int]]:
+        """:meth:`HostEncoder.encode_many` of ``texts``, in chunks across ``workers`` of the
+        workers (default: all).
 
         Raises:
             BrokenProcessPool: a worker died (killed, out of memory); the caller encodes in
                 its own process instead.
         """
-        chunks = _balanced_chunks(texts, self.workers * _CHUNKS_PER_WORKER)
+        chunks = _balanced_chunks(texts, (workers or self.workers) * _CHUNKS_PER_WORKER)
         rows: list[list[int]] = []
         for flat, lengths in self.executor.map(_encode_chunk, chunks):
             tokens, start = flat.tolist(), 0
@@ -111,17 +112,18 @@ def _shutdown_live_pools() -> None:
 
 
 def pool_encoder(encoding: Encoding, workers: int) -> Callable[[list[str]], list[list[int]]]:
-    """``encode_many`` through ``encoding``'s pool of ``workers`` processes (kept on the
-    encoding between calls; replaced for another worker count). If a worker dies, the texts
-    are encoded in this process with a ``RuntimeWarning``, and the next call starts a pool."""
+    """``encode_many`` through ``workers`` processes of ``encoding``'s pool (kept on the
+    encoding between calls; a pool with fewer processes is replaced, one with more serves). If
+    a worker dies, the texts are encoded in this process with a ``RuntimeWarning``, and the
+    next call starts a pool."""
     pool = encoding.__dict__.get("_pool")
-    if pool is None or pool.workers != workers:
+    if pool is None or pool.workers < workers:
         shutdown_workers(encoding)
         pool = encoding.__dict__["_pool"] = WorkerPool(encoding, workers)
 
     def encode_many(texts: list[str]) -> list[list[int]]:
         try:
-            return pool.encode_many(texts)
+            return pool.encode_many(texts, workers)
         except BrokenProcessPool as error:
             warnings.warn(
                 f"tensortext: an encode_batch worker process died ({error}); encoding in this "

@@ -1,1 +1,3 @@
-"""Adapters for training libraries (TRL)."""
+"""Adapters for other libraries: :mod:`~tensortext.integrations.trl` (TRL reward functions) and
+:mod:`~tensortext.integrations.ray` (Ray Data's ``map_batches``, the ``[ray]`` extra). The core
+package imports neither."""

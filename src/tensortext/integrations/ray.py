@@ -1,0 +1,185 @@
+"""Ray Data: callable classes for ``Dataset.map_batches`` (tokenize, translate, score) and the
+corpus BLEU of a scored dataset.
+
+Each class is built once per actor (the encoding and its tables load there) and called on
+batches in Ray's ``"numpy"`` format (a dict of column name -> array); token IDs travel as a
+column of int64 arrays, one per row. BLEU's sufficient statistics are written as columns
+``{output}_stat_0 ..`` that add up across blocks and machines, so :func:`corpus_bleu` is one
+``Dataset.sum`` and the formula, equal to the single-process :func:`tensortext.corpus_bleu`.
+This module does not import Ray; the ``[ray]`` extra installs it for the pipeline itself::
+
+    import ray
+    from tensortext.integrations.ray import Tokenize
+
+    ds = ray.data.read_parquet("corpus/")
+    ds = ds.map_batches(Tokenize, fn_constructor_kwargs={"encoding": "o200k_base"},
+                        concurrency=8, batch_size=1024)
+    ds.write_parquet("tokens/")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+from tensortext.bleu import BleuConfig, bleu_from_stats, bleu_stats
+from tensortext.padded import pad_ragged
+
+__all__ = ["Score", "Tokenize", "Translate", "corpus_bleu"]
+
+Batch = dict[str, Any]
+
+
+def _id_column(rows: list[list[int]]) -> np.ndarray:
+    """A column of one int64 array per row (an object array: rows differ in length)."""
+    column = np.empty(len(rows), dtype=object)
+    for index, row in enumerate(rows):
+        column[index] = np.asarray(row, dtype=np.int64)
+    return column
+
+
+class Tokenize:
+    """Encodes the text column of each batch into a column of token IDs.
+
+    Args:
+        encoding: an encoding name or a ``tokenizer.json`` path (``tensortext.bpe.load_encoding``).
+        column: the text column; ``output``: the IDs column (default ``input_ids``).
+        append_eot: the end-of-text token after every row (data preparation).
+        allowed_special, disallowed_special: as in ``Encoding.encode``.
+    """
+
+    def __init__(
+        self,
+        encoding: str = "cl100k_base",
+        *,
+        column: str = "text",
+        output: str = "input_ids",
+        append_eot: bool = False,
+        allowed_special: Any = frozenset(),
+        disallowed_special: Any = "all",
+    ):
+        from tensortext.bpe import load_encoding
+
+        self.encoding = load_encoding(encoding)
+        self.column, self.output = column, output
+        self.eot = [self.encoding.eot_token] if append_eot else []
+        self.specials = dict(allowed_special=allowed_special, disallowed_special=disallowed_special)
+
+    def __call__(self, batch: Mapping[str, Any]) -> Batch:
+        if self.column not in batch:
+            raise KeyError(f"Tokenize: no column {self.column!r} (the batch has {sorted(batch)})")
+        texts = [str(text) for text in batch[self.column]]
+        # One process per actor: Ray runs the actors in parallel.
+        rows = self.encoding.encode_batch(texts, num_threads=1, **self.specials)
+        return {**batch, self.output: _id_column([row + self.eot for row in rows])}
+
+
+class Translate:
+    """Beam search (:func:`tensortext.decode.translate`) over a column of source-ID arrays.
+
+    Each actor builds its decoder once, on CUDA when it has a GPU (ask Ray for one:
+    ``map_batches(Translate, ..., num_gpus=1)``), else on its CPU.
+
+    Args:
+        decoder_factory: ``device -> Decoder``, e.g.
+            :func:`tensortext.models.bundled.load_bundled_translator` or a function building
+            :class:`~tensortext.decode.hf.HFDecoder` (called in the actor, so the model loads
+            there, not in the driver).
+        column: the source-ID column; ``output``: the column of best hypotheses (EOS removed).
+        device: ``"auto"`` (CUDA when available), or a torch device.
+        **options: :func:`~tensortext.decode.translate`'s keywords (``num_beams``,
+            ``max_sentences``, ``length_penalty``, ...).
+    """
+
+    def __init__(
+        self,
+        decoder_factory: Callable[[torch.device], Any],
+        *,
+        column: str = "src_ids",
+        output: str = "hyp_ids",
+        device: str | torch.device = "auto",
+        **options: Any,
+    ):
+        from tensortext._checks import resolve_device
+
+        self.device = resolve_device(device)
+        self.decoder = decoder_factory(self.device)
+        self.column, self.output, self.options = column, output, options
+
+    def __call__(self, batch: Mapping[str, Any]) -> Batch:
+        from tensortext.decode.translate import translate
+
+        if self.column not in batch:
+            raise KeyError(f"Translate: no column {self.column!r} (the batch has {sorted(batch)})")
+        src = pad_ragged([np.asarray(row).tolist() for row in batch[self.column]])
+        src = src.to(self.device)
+        best = translate(self.decoder, src.ids, src.lengths, **self.options).without_eos(rank=0)
+        return {**batch, self.output: _id_column(best.tolist())}
+
+
+class Score:
+    """Per-row BLEU of two token-ID columns, and the row's BLEU statistics.
+
+    Adds ``output`` (the sentence BLEU, 0-1, as :func:`tensortext.sentence_bleu`) and the
+    statistics columns ``{output}_stat_0 ..`` (``[hyp_len, ref_len, correct_1..N,
+    total_1..N]``), which :func:`corpus_bleu` sums.
+
+    Args:
+        hyp_column, ref_column: columns of token-ID arrays (one reference per row).
+        output: the score column's name, and the statistics columns' prefix.
+        config: BLEU's options (:class:`tensortext.BleuConfig`; default sacrebleu's).
+    """
+
+    def __init__(
+        self,
+        hyp_column: str = "hyp_ids",
+        ref_column: str = "ref_ids",
+        *,
+        output: str = "bleu",
+        config: BleuConfig | None = None,
+    ):
+        self.hyp_column, self.ref_column, self.output = hyp_column, ref_column, output
+        self.config = config or BleuConfig()
+
+    def __call__(self, batch: Mapping[str, Any]) -> Batch:
+        for name in (self.hyp_column, self.ref_column):
+            if name not in batch:
+                raise KeyError(f"Score: no column {name!r} (the batch has {sorted(batch)})")
+        hyp = pad_ragged([np.asarray(row).tolist() for row in batch[self.hyp_column]])
+        ref = pad_ragged([np.asarray(row).tolist() for row in batch[self.ref_column]])
+        stats = bleu_stats(hyp, ref, config=self.config)  # [B, 2 + 2N]
+        out = {**batch, self.output: bleu_from_stats(stats, config=self.config).numpy()}
+        for index in range(stats.shape[1]):
+            out[f"{self.output}_stat_{index}"] = stats[:, index].numpy()
+        return out
+
+
+def corpus_bleu(dataset: Any, *, output: str = "bleu", config: BleuConfig | None = None) -> float:
+    """Corpus BLEU (0-1) of a dataset scored by :class:`Score`: its statistics columns summed
+    with ``dataset.sum``, then the formula.
+
+    Raises:
+        ValueError: no statistics columns named ``{output}_stat_K``, or NLTK's smoothing
+            methods 5-7, which read the corpus's last sentence (a distributed dataset has no
+            last sentence).
+    """
+    config = config or BleuConfig()
+    if config.method in ("method5", "method6", "method7"):
+        raise ValueError(
+            f"corpus_bleu: NLTK's {config.method} reads the corpus's last sentence, which a "
+            "distributed dataset does not have; use another smooth_method"
+        )
+    prefix = f"{output}_stat_"
+    names = sorted(
+        (name for name in dataset.columns() if name.startswith(prefix)),
+        key=lambda name: int(name[len(prefix) :]),
+    )
+    if not names:
+        raise ValueError(f"corpus_bleu: no columns {prefix}0, ...; run map_batches(Score) first")
+    sums = dataset.sum(names)  # {"sum(name)": total} for several columns (Ray 2.x)
+    values = [sums[f"sum({name})"] for name in names] if len(names) > 1 else [sums]
+    stats = torch.tensor([int(value) for value in values], dtype=torch.int64)
+    return float(bleu_from_stats(stats, config=config))

@@ -16,6 +16,10 @@ and the peak memory of the whole process tree (proportional set size of the pare
 workers, sampled from ``/proc`` every 0.25 s). ``--mb`` sets the corpus size (documents of about
 20 paragraphs of bench_bpe's corpus: docs, Python source, 16 scripts).
 
+With ``--ray 1 2``, each encoding is also tokenized by ``tensortext.integrations.ray.Tokenize``
+in 1, 2, ... Ray actors on a local cluster of as many CPUs (JSON lines to token arrays; the
+token count is checked against the shards').
+
 Usage (from the repository root)::
 
     PYTHONPATH=src python bench/bench_corpus.py                  # 64 MB, W = 1 and all cores
@@ -149,6 +153,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--name", default="corpus")
     parser.add_argument("--no-plot", action="store_true", help="skip the PNG")
     parser.add_argument("--report", type=Path, help="print the table of a result file")
+    parser.add_argument("--ray", type=int, nargs="*", default=[],
+                        help="also Tokenize through Ray Data with these actor counts")  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -191,6 +197,35 @@ def print_row(row: dict[str, Any]) -> None:
     rate = row["tokens"] / row["ours"]["seconds"]
     print(f"{row['encoding']:12s} W={row['workers']}: " + " | ".join(cells)
           + f" | ours {rate:,.0f} tokens/s | identical {row['identical']}", flush=True)  # fmt: skip
+
+
+RAY_RUN = """
+import json, sys, time
+import ray, ray.data
+from tensortext.integrations.ray import Tokenize
+name, corpus, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ray.init(num_cpus=workers + 1, include_dashboard=False, log_to_driver=False)  # +1: the reads
+ray.data.DataContext.get_current().enable_progress_bars = False
+start = time.perf_counter()
+ds = ray.data.read_json(corpus).map_batches(
+    Tokenize, concurrency=workers, batch_size=256,
+    fn_constructor_kwargs={"encoding": name, "append_eot": True, "disallowed_special": ()})
+tokens = sum(len(row) for batch in ds.iter_batches(batch_size=None, batch_format="numpy")
+             for row in batch["input_ids"])
+print(json.dumps({"seconds": time.perf_counter() - start, "tokens": tokens}))
+"""
+
+
+def ray_point(name: str, workers: int, corpus: Path, nbytes: int) -> dict[str, Any]:
+    """``Tokenize`` in ``workers`` Ray actors on a local cluster of ``workers + 1`` CPUs (one
+    for the reading tasks: with as many CPUs as actors, the actors take them all), from the
+    JSON-lines file to token arrays (``ray.init`` not timed)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, "-c", RAY_RUN, name, str(corpus), str(workers)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"encoding": name, "workers": workers, **result,
+            "mb_per_s": nbytes / result["seconds"] / 1e6}  # fmt: skip
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
@@ -250,6 +285,14 @@ def main(argv: list[str] | None = None) -> int:
                 row = measure_point(encoding, workers, corpus, folder, args)
                 print_row(row)
                 payload["rows"].append(row)
+                common.write_json(path, payload)
+            for workers in args.ray:
+                point = ray_point(encoding, workers, corpus, args.corpus_bytes)
+                ours = next((r for r in payload["rows"] if r["encoding"] == encoding), None)
+                point["same_token_count"] = ours is not None and ours["tokens"] == point["tokens"]
+                print(f"{encoding:12s} Ray, {workers} actors: {point['mb_per_s']:.2f} MB/s, "
+                      f"{point['tokens']:,} tokens", flush=True)  # fmt: skip
+                payload.setdefault("ray", []).append(point)
                 common.write_json(path, payload)
     print(markdown(payload["rows"]))
     print(f"wrote {path}")

@@ -89,7 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--whole-file", action="store_true", help="each input file is one document, not a line each"
     )
     parser.add_argument(
-        "--field", default="text", help="the field of each .jsonl record to encode (default: text)"
+        "--field",
+        default="text",
+        help="the .jsonl records' field or the .parquet column to encode (default: text)",
     )
     parser.add_argument(
         "--batch-bytes",

@@ -18,13 +18,21 @@ bundled model's tokenizers and the file readers all return :class:`Padded`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-__all__ = ["MISSING_REF", "PAD_ID", "Flat", "Padded", "pad_ragged", "pad_ragged_refs"]
+__all__ = [
+    "MISSING_REF",
+    "PAD_ID",
+    "Flat",
+    "Padded",
+    "pad_ragged",
+    "pad_ragged_refs",
+    "split_rows",
+]
 
 PAD_ID = -1
 # The length of a reference slot that holds no reference (length 0 is an empty reference).
@@ -72,11 +80,17 @@ class Flat(NamedTuple):
 
     def tolist(self) -> list[list[int]]:
         """The rows as lists (one host copy)."""
-        flat, rows, start = self.ids.tolist(), [], 0
-        for length in self.lengths.tolist():
-            rows.append(flat[start : start + length])
-            start += length
-        return rows
+        return split_rows(self.ids.tolist(), self.lengths.tolist())
+
+
+def split_rows(flat: Sequence[int], lengths: Iterable[int]) -> list[list[int]]:
+    """``flat`` cut into consecutive rows of ``lengths`` (lists)."""
+    rows: list[list[int]] = []
+    start = 0
+    for length in lengths:
+        rows.append(list(flat[start : start + length]))
+        start += length
+    return rows
 
 
 def pad_ragged(

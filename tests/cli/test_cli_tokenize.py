@@ -97,3 +97,13 @@ def test_bleu_with_an_encoding_scores_its_token_ids(tmp_path) -> None:
     )
     assert "tok:cl100k_base" in line
     assert f"= {expected.score:.4f} " in line
+
+
+def test_tokenize_tensor_path_rows() -> None:
+    """``--pretokenize bytes`` runs the tensor engine (no padding in the CLI): each line's IDs
+    are the library's, a long line beside short ones included."""
+    lines = [*LINES, "word " * 3000]
+    out = run(["tokenize", "-e", "cl100k_base", "--pretokenize", "bytes"], "\n".join(lines) + "\n")
+    rows = [[int(token) for token in line.split()] for line in out.split("\n")[:-1]]
+    encoding = get_encoding("cl100k_base")
+    assert rows == encoding.encode_batch_to_tensor(lines, pretokenize="bytes").tolist()

@@ -30,7 +30,7 @@ from tensortext.bpe.text import (
     prepare_segments,
 )
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file
-from tensortext.padded import Padded
+from tensortext.padded import Flat, Padded
 
 if TYPE_CHECKING:
     import numpy as np
@@ -393,12 +393,7 @@ class Encoding(TensorMethods):
         tokens, lengths = encode_flat(
             self._vocab, segments, n_texts, torch.device("cpu"), self._vocab.kind
         )
-        flat, counts = tokens.tolist(), lengths.tolist()
-        rows, start = [], 0
-        for count in counts:
-            rows.append(flat[start : start + count])
-            start += count
-        return rows
+        return Flat(tokens, lengths).tolist()
 
     def _shutdown_workers(self) -> None:
         """Stop :meth:`encode_batch`'s worker processes, if any (they end with the interpreter)."""

@@ -240,7 +240,7 @@ def affix_flat(
     out_starts = torch.cumsum(out_lengths, 0) - out_lengths  # [B]
     total = tokens.numel() + rows * extra
     out = torch.empty(total, dtype=torch.int64, device=device)
-    row_of, column = expand_spans(lengths)  # [T] each
+    row_of, column = expand_spans(lengths, tokens.numel())  # [T] each
     out[out_starts[row_of] + len(prefix) + column] = tokens
     for k, token in enumerate(prefix):
         out[out_starts + k] = token
@@ -261,7 +261,7 @@ def pad_flat(
     device = tokens.device
     extra = len(prefix) + len(suffix)
     rows = lengths.numel()
-    row_of, column = expand_spans(lengths)  # [T] each
+    row_of, column = expand_spans(lengths, tokens.numel())  # [T] each
     out_lengths = lengths + extra
     width = int(out_lengths.max()) if rows else 0
     padded = torch.full((rows, width), pad_id, dtype=torch.int64, device=device)

@@ -89,9 +89,13 @@ def hash_powers(max_len: int) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.int64)
 
 
-def expand_spans(lens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """For ragged spans of ``lens [P]`` elements: each element's span and offset in it (``[T]``)."""
-    total = int(lens.sum()) if lens.numel() else 0  # host sync: the output's size
+def expand_spans(lens: torch.Tensor, total: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """For ragged spans of ``lens [P]`` elements: each element's span and offset in it (``[T]``).
+
+    ``total`` is ``lens.sum()`` where the caller knows it; otherwise it is read (a host sync).
+    """
+    if total is None:
+        total = int(lens.sum()) if lens.numel() else 0  # host sync: the output's size
     owner = torch.repeat_interleave(
         torch.arange(lens.numel(), device=lens.device), lens, output_size=total
     )

@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from tensortext.padded import split_rows
+
 if TYPE_CHECKING:
     from tensortext.bpe.core import Encoding
     from tensortext.bpe.host import HostEncoder
@@ -90,10 +92,7 @@ class WorkerPool:
         chunks = _balanced_chunks(texts, (workers or self.workers) * _CHUNKS_PER_WORKER)
         rows: list[list[int]] = []
         for flat, lengths in self.executor.map(_encode_chunk, chunks):
-            tokens, start = flat.tolist(), 0
-            for length in lengths:
-                rows.append(tokens[start : start + length])
-                start += length
+            rows += split_rows(flat.tolist(), lengths)
         return rows
 
     def shutdown(self) -> None:

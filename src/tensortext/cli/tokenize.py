@@ -281,7 +281,7 @@ def _encode_lines(
                 lines, num_threads=args.workers, **specials
             )
             return rows
-        padded = encoding.encode_batch_to_tensor(
+        flat = encoding.encode_batch_to_flat(
             lines, device=device, pretokenize=args.pretokenize, **specials
         )
     except ValueError as error:
@@ -289,7 +289,7 @@ def _encode_lines(
         if "disallowed" in message:  # the API's hint names keywords, not flags
             message = message.split(". ")[0] + "; pass --allowed-special or --ordinary"
         raise CliError(message) from None
-    rows = padded.tolist()
+    rows = flat.tolist()
     return rows
 
 

@@ -14,11 +14,16 @@ The CPU baselines use every host core, or ``--threads``: tiktoken
 the tokenizer.json is transformers' ``TikTokenConverter`` output for the same ranks),
 bpe-openai ``encode_ordinary_batch`` and quicktok ``encode_batch`` (its thread pool). Ours:
 
-* ``ours_host``: ``encode_ordinary_batch(num_threads=...)``, tiktoken's call (the host
-  encoder; from 1 MB per call, in that many worker processes; its piece cache is warm after
-  the warm-up call); ``ours_host_cold``: one process, the cache emptied before every call;
-* ``ours_tensor``: ``encode_batch_to_tensor`` on ``--device`` (CPU: torch threads = cores
-  unless ``--threads``); ``ours_bytes``: the same with BlockBPE's byte split.
+* ``ours_host``: ``encode_ordinary_batch(num_threads=...)``, tiktoken's call (the C host
+  encoder, on that many threads from 64K characters per call); ``ours_python``: the same
+  call on the pure-Python host encoder (the fallback without a C compiler), one process,
+  its piece cache emptied at each point and warm after the warm-up call;
+* ``ours_flat``: ``encode_batch_to_flat`` on ``--device``, the tensor API's default (on a
+  CPU the C host encoder on torch's threads; on CUDA the tensor engine); on CUDA also
+  ``ours_host_copied``: the C host encoder on every host core, its flat IDs copied to the GPU;
+* ``ours_tensor``: ``encode_batch_to_tensor(merge_backend="torch")``, the tensor engine, on
+  ``--device`` (CPU: torch threads = cores unless ``--threads``); ``ours_bytes``: the same
+  with BlockBPE's byte split.
 
 Then, unless ``--quick``: throughput against document length (``B`` texts of ``S`` bytes,
 about 1 MB per point), the worst cases of issue 13 (long single pieces), the warm
@@ -55,8 +60,9 @@ import torch
 import common
 
 from tensortext.bpe import get_encoding
+from tensortext.bpe.host import HostEncoder
 from tensortext.bpe.registry import ENCODINGS, vocabulary_file
-from tensortext.padded import Padded
+from tensortext.padded import Flat, Padded
 
 CORES = os.cpu_count() or 1
 ROOT = common.BENCH_DIR.parent
@@ -179,6 +185,8 @@ def baselines(
 
 
 def as_lists(value: Any) -> list[list[int]]:
+    if isinstance(value, Flat):  # ours: Flat(ids [T], lengths [B])
+        return value.tolist()
     if isinstance(value, tuple) and len(value) == 2 and hasattr(value[0], "dtype"):
         if isinstance(value[0], torch.Tensor):  # ours: Padded(ids [B, L], lengths [B])
             return Padded(*value).tolist()
@@ -304,8 +312,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
 
 def markdown_extras(payload: dict[str, Any]) -> str:
     """The worst cases and small inputs as markdown tables (seconds; microseconds)."""
-    lines = ["| encoding | worst case | tiktoken s | ours_host s | ours_tensor s | identical |",
-             "|---|---|---:|---:|---:|---|"]  # fmt: skip
+    lines = ["| encoding | worst case | tiktoken s | ours_host s | ours_python s | ours_tensor s "
+             "| identical |", "|---|---|---:|---:|---:|---:|---|"]  # fmt: skip
     for row in payload.get("worst_cases", []):
         seconds = row["seconds"]
         cells = [f"{v:.3f}" if isinstance(v, float) else "-" for v in seconds.values()]
@@ -386,25 +394,51 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def ours(enc: Any, dev: torch.device, pretokenize: str) -> Callable[[list[str]], Any]:
-    return lambda texts: enc.encode_batch_to_tensor(texts, device=dev, disallowed_special=(),
-                                                    pretokenize=pretokenize)  # fmt: skip
+    """The tensor engine (``merge_backend="torch"``: on a CPU, ``"auto"`` is the C encoder)."""
+    return lambda texts: enc.encode_batch_to_tensor(
+        texts, device=dev, disallowed_special=(), pretokenize=pretokenize, merge_backend="torch"
+    )
 
 
-def ours_host(enc: Any, threads: int, cold: bool = False) -> Callable[[list[str]], Any]:
+def ours_flat(enc: Any, dev: torch.device) -> Callable[[list[str]], Any]:
+    return lambda texts: enc.encode_batch_to_flat(texts, device=dev, disallowed_special=())
+
+
+def ours_host_copied(enc: Any, dev: torch.device) -> Callable[[list[str]], Any]:
+    """On a GPU: the C host encoder on every core, then the flat IDs copied to ``dev`` (the
+    alternative to the tensor engine there)."""
+
+    def encode(texts: list[str]) -> Flat:
+        flat = enc.encode_batch_to_flat(texts, disallowed_special=(), num_threads=CORES)
+        return Flat(flat.ids.to(dev), flat.lengths.to(dev))
+
+    return encode
+
+
+def ours_host(enc: Any, threads: int) -> Callable[[list[str]], Any]:
     """``encode_ordinary_batch(num_threads=threads)``, as tiktoken is called. At each point
-    (``reset``) the cache is emptied and the worker processes stopped (the warm-up call starts
-    new ones); if ``cold``, one process whose cache is emptied before every call."""
+    (``reset``) the Python encoder's cache is emptied and its worker processes stopped."""
 
     def reset() -> None:
         enc._host.clear_cache()
         enc._shutdown_workers()
 
     def encode(texts: list[str]) -> Any:
-        if cold:
-            enc._host.clear_cache()
-        return enc.encode_ordinary_batch(texts, num_threads=1 if cold else threads)
+        return enc.encode_ordinary_batch(texts, num_threads=threads)
 
     encode.reset = reset  # type: ignore[attr-defined]
+    return encode
+
+
+def ours_python(name: str) -> Callable[[list[str]], Any]:
+    """The pure-Python host encoder (no C) on one core: ``encode_ordinary_batch``'s work for
+    text without special tokens. At each point (``reset``) its cache is emptied."""
+    host = HostEncoder(get_encoding(name)._vocab, native=False)
+
+    def encode(texts: list[str]) -> Any:
+        return host.encode_many(texts)
+
+    encode.reset = host.clear_cache  # type: ignore[attr-defined]
     return encode
 
 
@@ -412,12 +446,16 @@ def our_encoders(
     name: str, dev: torch.device, threads: int
 ) -> dict[str, Callable[[list[str]], Any]]:
     enc = get_encoding(name)
-    return {
+    fns = {
         "ours_host": ours_host(enc, threads),
-        "ours_host_cold": ours_host(enc, 1, cold=True),
+        "ours_python": ours_python(name),
+        "ours_flat": ours_flat(enc, dev),
         "ours_tensor": ours(enc, dev, "regex"),
         "ours_bytes": ours(enc, dev, "bytes"),
     }
+    if dev.type == "cuda":
+        fns["ours_host_copied"] = ours_host_copied(enc, dev)
+    return fns
 
 
 # --------------------------------------------------------------------------------------------
@@ -455,7 +493,7 @@ def length_sweep(
     dev: torch.device,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """MB/s against document length: ``B`` texts of ``S`` bytes, ``B * S`` about 1 MB."""
-    keep = ("tiktoken", "quicktok", "ours_host", "ours_host_cold", "ours_tensor")
+    keep = ("tiktoken", "quicktok", "ours_host", "ours_python", "ours_tensor")
     chosen = {key: fn for key, fn in fns.items() if key in keep}
     rows = []
     for size in LENGTHS:
@@ -467,21 +505,24 @@ def length_sweep(
 
 
 def worst_cases(name: str, args: argparse.Namespace, dev: torch.device) -> list[dict[str, Any]]:
-    """Long single pieces: seconds for tiktoken ``encode_ordinary``, ours (host encoder, then
-    the tensor engine), outputs checked identical."""
+    """Long single pieces: seconds for tiktoken ``encode_ordinary``, ours (the C host encoder,
+    the Python one, the tensor engine), outputs checked identical."""
     enc, ref = get_encoding(name), tiktoken_reference(name)
+    python = HostEncoder(enc._vocab, native=False)
     rows = []
     for label, make in WORST_CASES.items():
         text = make(random.Random(0))
         timed = {
             "tiktoken": lambda text=text: ref.encode_ordinary(text),
             "ours_host": lambda text=text: enc.encode_ordinary(text),
+            "ours_python": lambda text=text: python.encode_ordinary(text),
             "ours_tensor": lambda text=text: enc.encode_batch_to_tensor(
-                [text], device=dev, disallowed_special=()
+                [text], device=dev, disallowed_special=(), merge_backend="torch"
             ),
         }
         timings, errors = common.time_interleaved(
-            timed, warmup={"tiktoken": 1, "ours_host": 1, "ours_tensor": 0}, repeat=3,
+            timed, warmup={"tiktoken": 1, "ours_host": 1, "ours_python": 1, "ours_tensor": 0},
+            repeat=3,
             device=dev, budget_s=args.budget,
         )  # fmt: skip
         expected = timings["tiktoken"].value

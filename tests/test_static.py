@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import doctest
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,14 +105,29 @@ def test_sizes():
     """No source file over 500 lines; no function over 60 (without its docstring) unless the
     comment right above it starts with ``# long: <reason>``."""
     problems = []
-    for path in sorted(SRC.rglob("*.py")):
+    c_sources = sorted((ROOT / "csrc").glob("*.[ch]"))
+    assert c_sources, "csrc/ holds the C extension"
+    for path in [*sorted(SRC.rglob("*.py")), *c_sources]:
         count = len(path.read_text(encoding="utf-8").splitlines())
         if count > MAX_FILE_LINES:
             problems.append(f"{path.relative_to(ROOT)}: {count} lines")
+        if path.suffix != ".py":
+            continue
         for name, line, length, excused in _function_lengths(path):
             if length > MAX_FUNCTION_LINES and not excused:
                 problems.append(f"{path.relative_to(ROOT)}:{line} {name}: {length} lines")
     assert not problems, "\n".join(problems)
+
+
+def test_the_c_extension_is_built_where_a_compiler_is():
+    """``pip install`` builds ``tensortext.bpe._native`` wherever a C compiler is found; it
+    is optional only for machines without one (the Python host encoder then runs)."""
+    import tensortext.bpe.native as native
+
+    if not (shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")):
+        pytest.skip("no C compiler on this machine: the pure-Python host encoder runs")
+    assert native._native is not None, "a C compiler is here, but the extension was not built"
+    assert native.native_available() or os.environ.get("TENSORTEXT_NATIVE") == "0"
 
 
 def test_readme_pipeline_example_runs():

@@ -57,14 +57,15 @@ def assert_same_ids(name: str, text: str, got: Sequence[int], expected: Sequence
 
 
 def check_parity(name: str, text: str, **kwargs: Any) -> list[int]:
-    """``encode`` (the host encoder) and ``encode_batch_to_tensor`` (the tensor engine) both
-    equal tiktoken's ``encode``."""
+    """``encode`` (the host encoder), ``encode_batch_to_tensor`` (the tensor engine) and on a
+    CPU its default (the C host encoder, where built) all equal tiktoken's ``encode``."""
     enc, ref = encodings(name)
     expected = ref.encode(text, **kwargs)
     got = enc.encode(text, **kwargs)
     assert_same_ids(name, text, got, expected)
-    ids, lengths = enc.encode_batch_to_tensor([text], **kwargs)
-    assert_same_ids(name, text, ids[0, : lengths[0]].tolist(), expected)
+    for backend in ("torch", "auto"):
+        ids, lengths = enc.encode_batch_to_tensor([text], merge_backend=backend, **kwargs)
+        assert_same_ids(name, text, ids[0, : lengths[0]].tolist(), expected)
     return got
 
 
@@ -127,9 +128,10 @@ def test_edge_cases(name: str, case: str) -> None:
 def test_edge_cases_in_one_batch(name: str) -> None:
     enc, ref = encodings(name)
     texts = list(EDGE_CASES.values())
-    ids, lengths = enc.encode_batch_to_tensor(texts)
-    for row, text in enumerate(texts):
-        assert_same_ids(name, text, ids[row, : lengths[row]].tolist(), ref.encode(text))
+    for backend in ("torch", "auto"):  # the tensor engine; the C host encoder
+        ids, lengths = enc.encode_batch_to_tensor(texts, merge_backend=backend)
+        for row, text in enumerate(texts):
+            assert_same_ids(name, text, ids[row, : lengths[row]].tolist(), ref.encode(text))
 
 
 @BY_NAME
@@ -207,8 +209,19 @@ def test_decode_encode_roundtrip(name: str, text: str) -> None:
 
 
 def check_batch(name: str, texts: list[str], *, pad_id: int = -1, **kwargs: Any) -> None:
+    """The tensor engine's padded batch (shape, IDs, padding, decoding) and the C host
+    encoder's (on a CPU, the default) against tiktoken."""
+    for backend in ("torch", "auto"):
+        check_padded(name, texts, pad_id=pad_id, merge_backend=backend, **kwargs)
+
+
+def check_padded(
+    name: str, texts: list[str], *, pad_id: int, merge_backend: str, **kwargs: Any
+) -> None:
     enc, ref = encodings(name)
-    ids, lengths = enc.encode_batch_to_tensor(texts, pad_id=pad_id, **kwargs)
+    ids, lengths = enc.encode_batch_to_tensor(
+        texts, pad_id=pad_id, merge_backend=merge_backend, **kwargs
+    )
     expected = [ref.encode(text, **kwargs) for text in texts]
     width = max([0, *map(len, expected)])
     assert ids.dtype == torch.int64 and lengths.dtype == torch.int64
@@ -507,13 +520,15 @@ def test_every_codepoint_newer_than_python_unicode_matches_tiktoken(name: str) -
     contexts = ["{}'s", "a{}", "{}a", "A{}b", "1{}", " {}", "{} x", "!{}", "{}{}"]
     texts = [context.format(chr(c), chr(c)) for c in newer for context in contexts]
     enc, ref = encodings(name)
-    ids, lengths = enc.encode_batch_to_tensor(texts)
     expected = ref.encode_ordinary_batch(texts, num_threads=1)
-    for row, (text, want) in enumerate(zip(texts, expected, strict=True)):
-        got = ids[row, : lengths[row]].tolist()
-        assert got == want, (
-            f"{name}: {text!r} (U+{ord(text[1] if text[0] in 'aA1 !' else text[0]):04X})"
-        )
+    for backend in ("torch", "auto"):  # the tensor engine; the C host encoder
+        ids, lengths = enc.encode_batch_to_tensor(texts, merge_backend=backend)
+        for row, (text, want) in enumerate(zip(texts, expected, strict=True)):
+            got = ids[row, : lengths[row]].tolist()
+            assert got == want, (
+                f"{name} {backend}: {text!r} "
+                f"(U+{ord(text[1] if text[0] in 'aA1 !' else text[0]):04X})"
+            )
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA is not available")

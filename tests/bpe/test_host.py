@@ -1,5 +1,7 @@
 """The host encoder (``tensortext.bpe.host``): the split patterns translated for Python's ``re``,
 the piece cache and the heap merge, against the ``regex`` module, tiktoken and the tensor engine.
+(The tests that build a ``HostEncoder`` pass ``native=False``: its C core has
+``test_native.py``.)
 
 The list-returning methods (``encode``, ``encode_batch``, ...) run the host encoder, so every
 parity test of ``test_encoding.py`` also checks it; ``check_parity`` there compares the tensor
@@ -59,7 +61,7 @@ def test_split_with_chunks_and_astral_codepoints(pat_str: str, text: str) -> Non
     """``split`` runs the BMP pattern on chunks without astral codepoints and the full one
     elsewhere: the pieces are the whole text's."""
     kind = PATTERNS[pat_str]
-    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab, native=False)
     encoder.pat_str = pat_str
     assert encoder.split(text) == regex_pieces(pat_str, text), kind
 
@@ -105,7 +107,7 @@ def test_hand_picked_against_tiktoken(name: str, text: str) -> None:
 @given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR), max_size=4))
 def test_encode_batch_equals_the_tensor_engine(name: str, texts: list[str]) -> None:
     enc = get_encoding(name)
-    ids, lengths = enc.encode_batch_to_tensor(texts, disallowed_special=())
+    ids, lengths = enc.encode_batch_to_tensor(texts, disallowed_special=(), merge_backend="torch")
     tensor_rows = [row[:length] for row, length in zip(ids.tolist(), lengths.tolist(), strict=True)]
     assert enc.encode_ordinary_batch(texts) == tensor_rows
 
@@ -121,7 +123,7 @@ def test_merge_by_rank_is_tiktokens_merge(name: str, piece: bytes) -> None:
 
 def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host_module, "_CACHE_LIMIT", 4)
-    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab, native=False)
     reference = tiktoken_reference("cl100k_base")
     for text in ["alpha", "beta gamma", "delta epsilon zeta iota kappa", "alpha beta", "eta " * 5]:
         assert encoder.encode_ordinary(text) == reference.encode(text)
@@ -157,7 +159,7 @@ def test_hugging_face_files_on_either_engine(family: str, usable: bool) -> None:
 def test_new_pieces_through_the_tensor_merges(name: str, texts: list[str]) -> None:
     """With the thresholds at 1, every new piece of a call goes through one batch of the
     tensor merges (``merge_byte_pieces``), as in bulk work: tiktoken's IDs."""
-    encoder = HostEncoder(get_encoding(name)._vocab)
+    encoder = HostEncoder(get_encoding(name)._vocab, native=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(host_module, "_TENSOR_MERGE_MIN", 1)
         patch.setattr(host_module, "_BUILD_TABLES_MIN", 1)
@@ -169,7 +171,7 @@ def test_new_pieces_through_the_tensor_merges(name: str, texts: list[str]) -> No
 def test_each_new_piece_is_encoded_once() -> None:
     """A piece new to the cache that a batch repeats is merged once, and texts of the same
     call share it."""
-    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab, native=False)
     merged: list[list[bytes]] = []
     original = encoder._merge
 
@@ -190,7 +192,7 @@ def test_hugging_face_merges_list_through_the_tensor_merges() -> None:
     """Qwen3's merges list (ranks are not IDs) in the batched tensor merges."""
     from oracles.hf import hf_file, hf_tokenizer
 
-    encoder = HostEncoder(Encoding.from_hf_json(hf_file("qwen3"))._vocab)
+    encoder = HostEncoder(Encoding.from_hf_json(hf_file("qwen3"))._vocab, native=False)
     texts = ["Tokenizers merge zqxvw and Grüße, 日本語のテキスト", "  def f(x):\n\treturn x"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(host_module, "_TENSOR_MERGE_MIN", 1)

@@ -602,7 +602,9 @@ def test_long_pieces_finish_sequentially(monkeypatch: pytest.MonkeyPatch) -> Non
     for name in ("cl100k_base", "o200k_base"):
         expected = tiktoken_reference(name).encode_ordinary(text)
         assert get_encoding(name).encode_ordinary(text) == expected  # the host encoder
-        ids, lengths = get_encoding(name).encode_batch_to_tensor([text], disallowed_special=())
+        ids, lengths = get_encoding(name).encode_batch_to_tensor(
+            [text], disallowed_special=(), merge_backend="torch"
+        )
         assert ids[0, : lengths[0]].tolist() == expected  # the tensor engine
     assert calls, "the pass limit was never reached: the sequential continuation is untested"
 

@@ -67,10 +67,12 @@ def assert_rows_equal(
     allowed_special: str = "none",
     add_special_tokens: bool = False,
 ) -> None:
-    """``encode_batch_to_tensor`` rows (and ``encode``, without added tokens) equal ``expected``."""
+    """``encode_batch_to_tensor`` rows of the tensor engine (and ``encode``, without added
+    tokens) equal ``expected``."""
     allowed: Any = "all" if allowed_special == "all" else set()
     ids, lengths = ours.encode_batch_to_tensor(
         texts,
+        merge_backend="torch",
         allowed_special=allowed,
         disallowed_special=(),
         add_special_tokens=add_special_tokens,

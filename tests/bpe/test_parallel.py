@@ -1,6 +1,7 @@
 """``encode_batch`` in worker processes (``tensortext.bpe.parallel``): tiktoken's IDs, in order,
 with special tokens; small calls stay in the process; a dead worker costs a warning, not the
-result; workers ignore Ctrl-C."""
+result; workers ignore Ctrl-C. The workers serve the Python host encoder (without the C one),
+which these tests put on the encodings; the C encoder's threads are in ``test_native.py``."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from oracles.bpe import tiktoken_reference
 from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, parallel
+from tensortext.bpe.host import HostEncoder
 
 pytestmark = pytest.mark.skipif(
     sys.version_info < (3, 11), reason="the host encoder needs possessive quantifiers (3.11)"
@@ -32,13 +34,19 @@ TEXTS = [
 ] * 7
 
 
+def python_host(encoding: Encoding, patch: pytest.MonkeyPatch) -> Encoding:
+    """``encoding`` with the pure-Python host encoder (the one the workers are for)."""
+    patch.setitem(encoding.__dict__, "_host", HostEncoder(encoding._vocab, native=False))
+    return encoding
+
+
 @pytest.fixture
 def enc(monkeypatch: pytest.MonkeyPatch) -> Iterator[Encoding]:
     """cl100k_base with the worker threshold at 1 character and two usable cores (whatever
     this machine has); its workers are stopped afterwards."""
     monkeypatch.setattr(parallel, "PARALLEL_MIN_CHARS", 1)
     monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
-    encoding = get_encoding("cl100k_base")
+    encoding = python_host(get_encoding("cl100k_base"), monkeypatch)
     encoding._shutdown_workers()
     yield encoding
     encoding._shutdown_workers()
@@ -63,8 +71,8 @@ def test_workers_give_tiktokens_ids_in_order(enc: Encoding) -> None:
 @SETTINGS
 @given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR), min_size=2, max_size=6))
 def test_workers_on_random_texts(texts: list[str]) -> None:
-    encoding = get_encoding("o200k_base")
     with pytest.MonkeyPatch.context() as patch:
+        encoding = python_host(get_encoding("o200k_base"), patch)
         patch.setattr(parallel, "PARALLEL_MIN_CHARS", 1)
         patch.setattr(parallel, "usable_cores", lambda: 2)
         got = encoding.encode_ordinary_batch(texts, num_threads=2)
@@ -105,7 +113,7 @@ def test_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_balanced_chunks_keep_the_order() -> None:
     texts = ["a" * n for n in [5, 1, 1, 1, 1, 1, 9, 0, 1]]
-    chunks = parallel._balanced_chunks(texts, 3)
+    chunks = parallel.balanced_chunks(texts, 3)
     assert [text for chunk in chunks for text in chunk] == texts
     assert len(chunks) == 3
 

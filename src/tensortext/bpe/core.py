@@ -17,6 +17,7 @@ from tensortext.bpe.engine import Segments, encode_flat, piece_texts
 from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.host import HostEncoder
 from tensortext.bpe.merge import merge_serial
+from tensortext.bpe.native import threaded_encoder
 from tensortext.bpe.pretokenize import PatternKind
 from tensortext.bpe.tensor_api import TensorMethods
 from tensortext.bpe.text import (
@@ -220,8 +221,9 @@ class Encoding(TensorMethods):
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[list[int]]:
-        """:meth:`encode` of every text, as tiktoken's ``encode_batch``; from 1 MB of text, in up
-        to ``num_threads`` worker processes (:mod:`tensortext.bpe.parallel`; 1: this process)."""
+        """:meth:`encode` of every text, as tiktoken's ``encode_batch``: from 64K characters, on
+        up to ``num_threads`` threads (the C host encoder, :mod:`tensortext.bpe.native`; without
+        it, from 1 MB, in worker processes, :mod:`tensortext.bpe.parallel`; 1: no others)."""
         check_int("num_threads", num_threads, minimum=1)
         texts = check_texts(text, "text")
         return self._encode_lists(texts, allowed_special, disallowed_special, num_threads)
@@ -380,16 +382,20 @@ class Encoding(TensorMethods):
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
         segments = prepare_segments(self._vocab, texts, allowed)
-        workers = parallel.worker_count(num_threads, texts)
-        return self._rows(segments, len(texts), workers)
+        return self._rows(segments, len(texts), num_threads)
 
-    def _rows(self, segments: Segments, n_texts: int, workers: int = 1) -> list[list[int]]:
+    def _rows(self, segments: Segments, n_texts: int, num_threads: int = 1) -> list[list[int]]:
         """The tokens of each of ``n_texts`` texts given as segments, encoded on the CPU (by
-        the host encoder where it applies: the same IDs, without tensor passes; in
-        ``workers`` processes if more than one)."""
-        if self._host.usable:
+        the host encoder where it applies: the same IDs, without tensor passes). With
+        ``num_threads`` > 1, a large call runs on threads (the C encoder) or worker processes
+        (the Python one)."""
+        host = self._host
+        if host.native is not None:
+            return host.rows(segments, n_texts, threaded_encoder(host.native, num_threads))
+        if host.usable:
+            workers = parallel.worker_count(num_threads, segments[0])
             pool = parallel.pool_encoder(self, workers) if workers > 1 else None
-            return self._host.rows(segments, n_texts, pool)
+            return host.rows(segments, n_texts, pool)
         tokens, lengths = encode_flat(
             self._vocab, segments, n_texts, torch.device("cpu"), self._vocab.kind
         )

@@ -21,7 +21,6 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -97,15 +96,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-bytes",
         type=int,
         default=1 << 21,
-        help=f"characters encoded per batch, 1 to {MAX_BATCH_BYTES} (default: 2 MiB; from 1 MiB "
-        "a batch is shared among --workers)",
+        help=f"characters encoded per batch, 1 to {MAX_BATCH_BYTES} (default: 2 MiB; a batch is "
+        "shared among --workers)",
     )
     parser.add_argument(
         "--workers",
         type=int,
         default=8,
-        help="on a CPU, the most processes that share a batch of 1 MB or more (encode_batch's "
-        "num_threads; at most one per usable core; default: 8)",
+        help="on a CPU, the most threads that share a batch of 64K characters or more (worker "
+        "processes, from 1 MB, where the C encoder is not built; encode_batch's num_threads; at "
+        "most one per usable core; default: 8)",
     )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
 
@@ -304,13 +304,13 @@ class ShardWriter:
                 os.unlink(staged)
         self._staged = []
 
-    def add(self, rows: list[list[int]]) -> None:
-        """Appends each document's tokens, writing every shard that fills. A document counts
-        in the shard that holds its last token (an empty one, in the shard being filled)."""
-        lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """Appends each document's tokens (``ids [T]``, ``lengths [B]``, one document after
+        another), writing every shard that fills. A document counts in the shard that holds
+        its last token (an empty one, in the shard being filled)."""
         total = int(lengths.sum())
         self._grow(min(self.shard_tokens, self._filled + total))
-        flat = np.fromiter(chain.from_iterable(rows), dtype=self.dtype, count=total)
+        flat = ids.astype(self.dtype, copy=False)  # the IDs fit: checked against the vocabulary
         ends = np.cumsum(lengths)[lengths > 0]
         start = 0
         while start < total:
@@ -406,11 +406,11 @@ class Progress:
                 total=total, unit="B", unit_scale=True, desc="tokenize", file=sys.stderr
             )
 
-    def update(self, batch: list[Document], rows: list[list[int]]) -> None:
+    def update(self, batch: list[Document], tokens: int) -> None:
         read = sum(document.source_bytes for document in batch)
         self.bytes += read
         self.documents += len(batch)
-        self.tokens += sum(map(len, rows))
+        self.tokens += tokens
         if self.bar is not None:
             self.bar.update(read)
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import chain
 from typing import Any, TextIO
+
+import numpy as np
 
 from tensortext.cli import corpus
 from tensortext.cli.common import (
@@ -23,6 +26,7 @@ from tensortext.cli.common import (
     read_lines,
     user_errors,
 )
+from tensortext.padded import split_rows
 
 __all__ = [
     "MAX_BATCH_LINES",
@@ -32,6 +36,9 @@ __all__ = [
     "parse_id_lines",
     "run",
 ]
+
+Batch = tuple[np.ndarray, np.ndarray]
+"""A batch's tokens ``(ids [T], lengths [B])``, int64 on the host."""
 
 MAX_TOKEN_ID = (1 << 63) - 1
 """The largest token ID a line of IDs may hold (token IDs are int64)."""
@@ -155,7 +162,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -
             _decode_file(encoding, inputs[0], args.batch_lines or 4096, stdin, out)
             return
         progress = corpus.Progress(inputs, quiet=args.quiet, summary=corpus.stderr_is_terminal())
-        for rows in _encoded_batches(encoding, inputs, args, device, stdin, progress):
+        for ids, lengths in _encoded_batches(encoding, inputs, args, device, stdin, progress):
+            rows = split_rows(ids.tolist(), lengths.tolist())
             out.write("".join(" ".join(map(str, row)) + "\n" for row in rows))
         progress.close()
 
@@ -191,8 +199,8 @@ def _write_shards(
     )  # fmt: skip
     progress = corpus.Progress(inputs, quiet=args.quiet, summary=True)
     try:
-        for rows in _encoded_batches(encoding, inputs, args, device, stdin, progress):
-            writer.add(rows)
+        for ids, lengths in _encoded_batches(encoding, inputs, args, device, stdin, progress):
+            writer.add(ids, lengths)
         index = writer.close()
     except BaseException:  # an error or Ctrl-C: no half-made set of shards
         writer.abort()
@@ -207,12 +215,14 @@ def _encoded_batches(
     device: Any,
     stdin: Any,
     progress: corpus.Progress,
-) -> Iterator[list[list[int]]]:
-    """The token rows of each batch of documents, with the end-of-text token if asked.
+) -> Iterator[Batch]:
+    """The tokens of each batch of documents, flat ``(ids [T], lengths [B])``, with the
+    end-of-text token if asked.
 
-    With worker processes, batch ``k`` is encoded from a helper thread (which mostly waits on
-    the workers, without the GIL) while this thread reads batch ``k + 1`` and the caller
-    writes batch ``k - 1``: without that overlap, two workers kept 1.4 cores busy, not 2.
+    With several threads or worker processes, batch ``k`` is encoded from a helper thread
+    (which mostly waits on them, without the GIL) while this thread reads batch ``k + 1`` and
+    the caller writes batch ``k - 1``: without that overlap, two workers kept 1.4 cores busy,
+    not 2.
     """
     eot = _eot_token(encoding) if args.append_eot else None
     documents = corpus.read_documents(
@@ -221,21 +231,20 @@ def _encoded_batches(
     default_lines = 4096 if args.format == "ids" else MAX_BATCH_LINES
     batches = corpus.batches(documents, args.batch_bytes, args.batch_lines or default_lines)
 
-    def encode(batch: list[corpus.Document]) -> list[list[int]]:
-        rows = _encode_lines(encoding, [document.text for document in batch], args, device)
-        if eot is not None:
-            for row in rows:
-                row.append(eot)
-        return rows
+    def encode(batch: list[corpus.Document]) -> Batch:
+        ids, lengths = _encode_flat(encoding, [document.text for document in batch], args, device)
+        if eot is None:
+            return ids, lengths
+        return np.insert(ids, np.cumsum(lengths), eot), lengths + 1
 
     overlap = args.workers > 1 and device.type == "cpu"
     with ThreadPoolExecutor(max_workers=1) as runner:
-        pending: tuple[list[corpus.Document], Future[list[list[int]]]] | None = None
+        pending: tuple[list[corpus.Document], Future[Batch]] | None = None
         for batch in batches:
             if not overlap:
-                rows = encode(batch)
-                progress.update(batch, rows)
-                yield rows
+                encoded = encode(batch)
+                progress.update(batch, encoded[0].size)
+                yield encoded
                 continue
             submitted = (batch, runner.submit(encode, batch))
             if pending is not None:
@@ -246,12 +255,12 @@ def _encoded_batches(
 
 
 def _finished(
-    pending: tuple[list[corpus.Document], Future[list[list[int]]]], progress: corpus.Progress
-) -> list[list[int]]:
+    pending: tuple[list[corpus.Document], Future[Batch]], progress: corpus.Progress
+) -> Batch:
     batch, future = pending
-    rows = future.result()
-    progress.update(batch, rows)
-    return rows
+    encoded = future.result()
+    progress.update(batch, encoded[0].size)
+    return encoded
 
 
 def _eot_token(encoding: Any) -> int:
@@ -261,9 +270,8 @@ def _eot_token(encoding: Any) -> int:
         raise CliError(f"--append-eot: {encoding.name} has no <|endoftext|> token") from None
 
 
-def _encode_lines(
-    encoding: Any, lines: list[str], args: argparse.Namespace, device: Any
-) -> list[list[int]]:
+def _encode_flat(encoding: Any, lines: list[str], args: argparse.Namespace, device: Any) -> Batch:
+    """``(ids [T], lengths [B])`` of the lines, int64 on the host."""
     allowed: Any = "all" if args.allowed_special == ["all"] else set(args.allowed_special)
     unknown = set() if allowed == "all" else allowed - encoding.special_tokens_set
     if unknown:
@@ -275,22 +283,23 @@ def _encode_lines(
         "allowed_special": allowed,
         "disallowed_special": () if args.ordinary else "all",
     }
+    python_host = encoding._host.native is None  # the Python encoder's worker processes
     try:
-        if device.type == "cpu" and args.pretokenize == "regex":  # the host encoder's lists
-            rows: list[list[int]] = encoding.encode_batch(
-                lines, num_threads=args.workers, **specials
-            )
-            return rows
+        if device.type == "cpu" and args.pretokenize == "regex" and python_host:
+            rows = encoding.encode_batch(lines, num_threads=args.workers, **specials)
+            lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+            ids = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=lengths.sum())
+            return ids, lengths
         flat = encoding.encode_batch_to_flat(
-            lines, device=device, pretokenize=args.pretokenize, **specials
-        )
+            lines, device=device, pretokenize=args.pretokenize, num_threads=args.workers,
+            **specials,
+        )  # fmt: skip
     except ValueError as error:
         message = str(error)
         if "disallowed" in message:  # the API's hint names keywords, not flags
             message = message.split(". ")[0] + "; pass --allowed-special or --ordinary"
         raise CliError(message) from None
-    rows = flat.tolist()
-    return rows
+    return flat.ids.cpu().numpy(), flat.lengths.cpu().numpy()
 
 
 def _decode_lines(encoding: Any, rows: list[list[int]], first: int, out: TextIO) -> None:

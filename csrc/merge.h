@@ -1,0 +1,206 @@
+/* Growable work buffers and tiktoken's merges of one piece (part of native.c, which includes it once). */
+#ifndef TENSORTEXT_NATIVE_MERGE_H
+#define TENSORTEXT_NATIVE_MERGE_H
+
+/* ------------------------------------------------------------------ growable buffers */
+
+typedef struct {
+    uint8_t *flags;   /* [n] class flags of each codepoint */
+    uint32_t *cp;     /* [n] codepoints */
+    uint32_t *boff;   /* [n + 1] byte offset of each codepoint in utf8 */
+    uint8_t *utf8;    /* the segment's UTF-8 */
+    size_t cap_cp, cap_utf8;
+    uint32_t *starts, *ranks, *next, *prev;  /* merge scratch */
+    uint64_t *heap;
+    uint32_t *heap_end;
+    size_t cap_merge;
+    uint32_t *out;    /* the tokens of every text so far */
+    size_t out_len, out_cap;
+    int failed;       /* out of memory */
+} Work;
+
+static int grow(void **p, size_t *cap, size_t need, size_t size) {
+    if (need <= *cap) return 0;
+    size_t cap2 = *cap ? *cap : 64;
+    while (cap2 < need) cap2 *= 2;
+    if (cap2 > SIZE_MAX / size) return -1; /* (32-bit builds) */
+    void *q = realloc(*p, cap2 * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = cap2;
+    return 0;
+}
+
+static int reserve_text(Work *w, size_t n, size_t n_utf8) {
+    size_t cap = w->cap_cp;
+    if (n + 1 > cap) {
+        size_t c1 = cap, c2 = cap, c3 = cap;
+        if (grow((void **)&w->flags, &c1, n + 1, 1) || grow((void **)&w->cp, &c2, n + 1, 4) ||
+            grow((void **)&w->boff, &c3, n + 1, 4))
+            return -1;
+        w->cap_cp = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+    }
+    return grow((void **)&w->utf8, &w->cap_utf8, n_utf8 + 1, 1);
+}
+
+static int reserve_merge(Work *w, size_t n) {
+    if (n + 2 <= w->cap_merge) return 0;
+    size_t need = n + 2, cap = w->cap_merge ? w->cap_merge : 64;
+    while (cap < need) cap *= 2;
+    if (cap > SIZE_MAX / 24) return -1; /* the heap's 3 * cap * 8 bytes (32-bit builds) */
+    void *a = realloc(w->starts, cap * 4), *b = a ? realloc(w->ranks, cap * 4) : NULL;
+    if (a) w->starts = a;
+    if (b) w->ranks = b;
+    void *c = b ? realloc(w->next, cap * 4) : NULL;
+    if (c) w->next = c;
+    void *d = c ? realloc(w->prev, cap * 4) : NULL;
+    if (d) w->prev = d;
+    /* Lazy deletion: n - 1 pairs at first, then at most two more per merge. */
+    void *h = d ? realloc(w->heap, 3 * cap * 8) : NULL;
+    if (h) w->heap = h;
+    void *he = h ? realloc(w->heap_end, 3 * cap * 4) : NULL;
+    if (he) w->heap_end = he;
+    if (!he) return -1;
+    w->cap_merge = cap;
+    return 0;
+}
+
+static inline int emit(Work *w, uint32_t token) {
+    if (w->out_len == w->out_cap && grow((void **)&w->out, &w->out_cap, w->out_len + 1, 4)) {
+        w->failed = 1;
+        return -1;
+    }
+    w->out[w->out_len++] = token;
+    return 0;
+}
+
+static void work_free(Work *w) {
+    free(w->flags);
+    free(w->cp);
+    free(w->boff);
+    free(w->utf8);
+    free(w->starts);
+    free(w->ranks);
+    free(w->next);
+    free(w->prev);
+    free(w->heap);
+    free(w->heap_end);
+    free(w->out);
+}
+
+/* ------------------------------------------------------------------ merges */
+
+/* tiktoken's byte_pair_merge for a short piece: scan the pair ranks for the lowest. */
+static void merge_short(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+    uint32_t *st = w->starts, *rk = w->ranks;
+    size_t m = n + 1; /* parts; part k spans st[k]..st[k+1] */
+    for (size_t k = 0; k < m; k++) st[k] = (uint32_t)k;
+    for (size_t k = 0; k + 2 < m; k++) rk[k] = lookup(e, p + k, 2);
+    rk[m - 2] = rk[m - 1] = NO_RANK;
+    for (;;) {
+        uint32_t best = NO_RANK;
+        size_t at = 0;
+        for (size_t k = 0; k + 2 < m; k++)
+            if (rk[k] < best) {
+                best = rk[k];
+                at = k;
+            }
+        if (best == NO_RANK) break;
+        memmove(st + at + 1, st + at + 2, (m - at - 2) * 4);
+        memmove(rk + at + 1, rk + at + 2, (m - at - 2) * 4);
+        m--;
+        rk[at] = at + 2 < m ? lookup(e, p + st[at], st[at + 2] - st[at]) : NO_RANK;
+        if (at > 0) rk[at - 1] = lookup(e, p + st[at - 1], st[at + 1] - st[at - 1]);
+    }
+    for (size_t k = 0; k + 1 < m; k++) emit(w, lookup(e, p + st[k], st[k + 1] - st[k]));
+}
+
+/* The heap holds (rank << 32 | start) of candidate pairs; heap_end[] the pair's end. A popped
+ * entry is current if its start still begins a part and the pair still ends there (parts only
+ * grow, so the same end means the same two parts). */
+static inline void heap_push(Work *w, size_t *len, uint64_t key, uint32_t end) {
+    size_t k = (*len)++;
+    while (k > 0) {
+        size_t parent = (k - 1) / 2;
+        if (w->heap[parent] <= key) break;
+        w->heap[k] = w->heap[parent];
+        w->heap_end[k] = w->heap_end[parent];
+        k = parent;
+    }
+    w->heap[k] = key;
+    w->heap_end[k] = end;
+}
+
+static inline void heap_pop(Work *w, size_t *len) {
+    uint64_t key = w->heap[--*len];
+    uint32_t end = w->heap_end[*len];
+    size_t k = 0;
+    for (;;) {
+        size_t child = 2 * k + 1;
+        if (child >= *len) break;
+        if (child + 1 < *len && w->heap[child + 1] < w->heap[child]) child++;
+        if (key <= w->heap[child]) break;
+        w->heap[k] = w->heap[child];
+        w->heap_end[k] = w->heap_end[child];
+        k = child;
+    }
+    w->heap[k] = key;
+    w->heap_end[k] = end;
+}
+
+#define DEAD UINT32_MAX
+
+static inline void push_pair(const Encoder *e, const uint8_t *p, size_t n, Work *w, size_t *len,
+                             uint32_t start) {
+    uint32_t mid = w->next[start];
+    if (mid >= n) return;
+    uint32_t end = w->next[mid];
+    uint32_t rank = lookup(e, p + start, end - start);
+    if (rank != NO_RANK) heap_push(w, len, ((uint64_t)rank << 32) | start, end);
+}
+
+/* The same merges for a long piece: a heap of pairs over a linked list of parts. */
+static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+    uint32_t *next = w->next, *prev = w->prev, *id = w->ranks;
+    for (size_t k = 0; k < n; k++) {
+        next[k] = (uint32_t)(k + 1);
+        prev[k] = k ? (uint32_t)(k - 1) : DEAD;
+        id[k] = e->byte_id[p[k]];
+    }
+    size_t len = 0;
+    for (size_t k = 0; k + 1 < n; k++) push_pair(e, p, n, w, &len, (uint32_t)k);
+    while (len) {
+        uint64_t key = w->heap[0];
+        uint32_t end = w->heap_end[0];
+        heap_pop(w, &len);
+        uint32_t start = (uint32_t)key;
+        if (prev[start] == DEAD && start != 0) continue; /* absorbed by its left neighbour */
+        uint32_t mid = next[start];
+        if (mid >= n || next[mid] != end) continue;      /* stale */
+        id[start] = (uint32_t)(key >> 32);
+        next[start] = end;
+        if (end < n) prev[end] = start;
+        prev[mid] = DEAD;
+        if (start > 0) push_pair(e, p, n, w, &len, prev[start]);
+        push_pair(e, p, n, w, &len, start);
+    }
+    for (uint32_t k = 0; k < n; k = next[k]) emit(w, id[k]);
+}
+
+static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+    uint32_t whole = lookup(e, p, n);
+    if (whole != NO_RANK) {
+        emit(w, whole);
+        return;
+    }
+    if (reserve_merge(w, n)) {
+        w->failed = 1;
+        return;
+    }
+    if (n <= SHORT_PIECE)
+        merge_short(e, p, n, w);
+    else
+        merge_long(e, p, n, w);
+}
+
+#endif

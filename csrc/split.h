@@ -1,0 +1,158 @@
+/* The split rules of each pattern kind, one position at a time (pretokenize/rules.py) (part of native.c, which includes it once). */
+#ifndef TENSORTEXT_NATIVE_SPLIT_H
+#define TENSORTEXT_NATIVE_SPLIT_H
+
+/* ------------------------------------------------------------------ the split rules */
+
+typedef struct {
+    const uint8_t *f;   /* flags */
+    const uint32_t *cp;
+    size_t n;
+} Seg;
+
+static inline size_t run_end(const Seg *s, size_t i, uint8_t mask) {
+    while (i < s->n && (s->f[i] & mask)) i++;
+    return i;
+}
+
+/* End of a run of characters with none of `mask`'s flags. */
+static inline size_t run_end_not(const Seg *s, size_t i, uint8_t mask) {
+    while (i < s->n && !(s->f[i] & mask)) i++;
+    return i;
+}
+
+static inline int fold_in(uint32_t c, char lower) {
+    if (c == (uint32_t)lower || c == (uint32_t)(lower - 32)) return 1;
+    return lower == 's' && c == 0x17F; /* (?i) folds U+017F (long s) to s */
+}
+
+/* Length of 's|'t|'re|'ve|'m|'ll|'d at i (0: none). */
+static inline size_t contraction(const Seg *s, size_t i, int ignore_case) {
+    if (i + 1 >= s->n || s->cp[i] != '\'') return 0;
+    uint32_t a = s->cp[i + 1];
+    uint32_t b = i + 2 < s->n ? s->cp[i + 2] : 0;
+#define IS(c, ch) (ignore_case ? fold_in((c), (ch)) : (c) == (uint32_t)(ch))
+    if (IS(a, 's') || IS(a, 't') || IS(a, 'd') || IS(a, 'm')) return 2;
+    if (i + 2 < s->n &&
+        ((IS(a, 'l') && IS(b, 'l')) || (IS(a, 'v') && IS(b, 'e')) || (IS(a, 'r') && IS(b, 'e'))))
+        return 3;
+#undef IS
+    return 0;
+}
+
+/* The whitespace alternatives at i (a space), in each pattern's order. */
+static inline size_t whitespace_end(const Seg *s, size_t i, int kind) {
+    size_t q = run_end(s, i, F_SPACE);
+    int to_end_first = kind == K_R50K || kind == K_CL100K || kind == K_CL100K_HF; /* \s++$ */
+    if (q == s->n && to_end_first) return q;
+    if (kind != K_R50K) { /* \s*[\r\n]: up to the run's last newline */
+        for (size_t j = q; j > i; j--)
+            if (s->f[j - 1] & F_NEWLINE) return j;
+    }
+    if (q == s->n) return q;       /* \s+(?!\S) at the end */
+    return q - i >= 2 ? q - 1 : q; /* \s+(?!\S) gives back one character, else \s */
+}
+
+/* ' ?[^\s\p{L}\p{N}]++' followed by a run of `tail` (newlines, or newlines and '/'). */
+static inline size_t punct_end(const Seg *s, size_t i, uint8_t not_other, int slash) {
+    size_t j = run_end_not(s, s->cp[i] == ' ' ? i + 1 : i, not_other);
+    if (slash) {
+        while (j < s->n && ((s->f[j] & F_NEWLINE) || s->cp[j] == '/')) j++;
+        return j;
+    }
+    return run_end(s, j, F_NEWLINE);
+}
+
+static inline int is_other(const Seg *s, size_t i, uint8_t not_other) {
+    return i < s->n && !(s->f[i] & not_other);
+}
+
+static size_t end_r50k(const Seg *s, size_t i) {
+    size_t c = contraction(s, i, 0);
+    if (c) return i + c;
+    uint8_t f = s->f[i];
+    const uint8_t classes[2] = {F_LETTER, F_NUMBER};
+    for (int k = 0; k < 2; k++) {
+        if (f & classes[k]) return run_end(s, i, classes[k]);
+        if (s->cp[i] == ' ' && i + 1 < s->n && (s->f[i + 1] & classes[k]))
+            return run_end(s, i + 1, classes[k]);
+    }
+    uint8_t not_other = F_SPACE | F_LETTER | F_NUMBER;
+    if (is_other(s, i, not_other)) return run_end_not(s, i, not_other);
+    if (s->cp[i] == ' ' && is_other(s, i + 1, not_other)) return run_end_not(s, i + 1, not_other);
+    return whitespace_end(s, i, K_R50K);
+}
+
+/* cl100k_base, Llama-3 and Qwen (see _ends_cl100k_like in rules.py). */
+static size_t end_cl100k_like(const Seg *s, size_t i, int kind) {
+    size_t c = contraction(s, i, 1);
+    if (c) return i + c;
+    uint8_t letter = kind == K_QWEN35 ? (F_LETTER | F_MARK) : F_LETTER;
+    uint8_t f = s->f[i];
+    if (f & letter) return run_end(s, i, letter);
+    if (!(f & (F_NEWLINE | letter | F_NUMBER)) && i + 1 < s->n && (s->f[i + 1] & letter))
+        return run_end(s, i + 1, letter);
+    if (f & F_NUMBER) {
+        if (kind == K_QWEN2 || kind == K_QWEN35) return i + 1;
+        if (kind == K_CL100K_HF) return run_end(s, i, F_NUMBER);
+        size_t j = i + 1;
+        while (j < s->n && j < i + 3 && (s->f[j] & F_NUMBER)) j++;
+        return j;
+    }
+    uint8_t not_other = F_SPACE | letter | F_NUMBER;
+    if (is_other(s, i, not_other) || (s->cp[i] == ' ' && is_other(s, i + 1, not_other)))
+        return punct_end(s, i, not_other, 0);
+    if (f & F_SPACE) return whitespace_end(s, i, kind);
+    return i + 1;
+}
+
+/* o200k's two letter alternatives from p: [upper]*[lower]+ (first) and [upper]+[lower]*
+ * (second), each with an optional contraction; 0 where it does not match. */
+#define UPPER_SET (F_UPPER | F_OTHER | F_MARK)
+#define LOWER_SET (F_LOWER | F_OTHER | F_MARK)
+#define BOTH (F_OTHER | F_MARK)
+
+static inline size_t with_contraction(const Seg *s, size_t end) {
+    return end + contraction(s, end, 1);
+}
+
+static size_t o200k_letters(const Seg *s, size_t p, int second) {
+    if (p >= s->n) return 0;
+    size_t ue = run_end(s, p, UPPER_SET);
+    if (ue < s->n && (s->f[ue] & F_LOWER)) return with_contraction(s, run_end(s, ue, LOWER_SET));
+    if (second) return ue > p ? with_contraction(s, ue) : 0;
+    /* Backtrack the upper run to its last character that is in both sets. */
+    for (size_t j = ue; j > p; j--)
+        if (s->f[j - 1] & BOTH) return with_contraction(s, j);
+    return 0;
+}
+
+static size_t end_o200k(const Seg *s, size_t i) {
+    uint8_t f = s->f[i];
+    int prefix = !(f & (F_NEWLINE | F_LETTER | F_NUMBER));
+    for (int second = 0; second < 2; second++) {
+        size_t end;
+        if (prefix && (end = o200k_letters(s, i + 1, second))) return end;
+        if ((f & (UPPER_SET | LOWER_SET)) && (end = o200k_letters(s, i, second))) return end;
+    }
+    if (f & F_NUMBER) {
+        size_t j = i + 1;
+        while (j < s->n && j < i + 3 && (s->f[j] & F_NUMBER)) j++;
+        return j;
+    }
+    uint8_t not_other = F_SPACE | F_LETTER | F_NUMBER;
+    if (is_other(s, i, not_other) || (s->cp[i] == ' ' && is_other(s, i + 1, not_other)))
+        return punct_end(s, i, not_other, 1);
+    if (f & F_SPACE) return whitespace_end(s, i, K_O200K);
+    return i + 1;
+}
+
+static inline size_t piece_end(const Seg *s, size_t i, int kind) {
+    switch (kind) {
+    case K_R50K: return end_r50k(s, i);
+    case K_O200K: return end_o200k(s, i);
+    default: return end_cl100k_like(s, i, kind);
+    }
+}
+
+#endif

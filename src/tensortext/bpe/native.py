@@ -1,0 +1,144 @@
+"""The host encoder's C core (``csrc/native.c``, built as ``tensortext.bpe._native``).
+
+For tiktoken-rule vocabularies (rank = ID, as every ``.tiktoken`` file) and the split patterns
+of :data:`~tensortext.bpe.pretokenize.PATTERNS`, one C call splits ordinary segments with the
+same rules as :mod:`tensortext.bpe.pretokenize.rules`, looks each piece up in a hash table and
+merges the rest as tiktoken does. It releases the GIL, so ``encode_batch(num_threads=N)`` runs
+it on N threads of this process (no worker processes, no copies of the vocabulary).
+
+The extension is optional. Without a C compiler at install, or with ``TENSORTEXT_NATIVE=0`` in
+the environment, the pure-Python host encoder (:mod:`tensortext.bpe.host`) gives the same IDs,
+more slowly; :func:`native_available` tells which one runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tensortext.bpe.parallel import balanced_chunks, usable_cores
+from tensortext.bpe.unicode import flag_runs
+
+if TYPE_CHECKING:
+    from tensortext.bpe.engine import Segments
+    from tensortext.bpe.vocab import Vocab
+
+try:
+    from tensortext.bpe import _native  # type: ignore[attr-defined]
+except ImportError:  # built without a C compiler: the Python host encoder runs
+    _native = None
+
+__all__ = [
+    "THREADS_MIN_CHARS",
+    "encode_segments_flat",
+    "native_available",
+    "native_encoder",
+    "threaded_encoder",
+]
+
+# The split kinds csrc/native.c knows, by the number it takes.
+_KIND_CODES = {
+    "r50k": 0,
+    "cl100k": 1,
+    "cl100k_hf": 2,
+    "llama3": 3,
+    "qwen2": 4,
+    "qwen35": 5,
+    "o200k": 6,
+}
+THREADS_MIN_CHARS = 1 << 16
+"""Characters of ordinary text in one call from which ``encode_batch`` uses several threads
+(below, handing chunks to the threads costs more than it saves)."""
+_ENV = "TENSORTEXT_NATIVE"
+
+
+def native_available() -> bool:
+    """Whether the C encoder is built and not switched off (``TENSORTEXT_NATIVE=0``)."""
+    return _native is not None and os.environ.get(_ENV, "1") != "0"
+
+
+@cache
+def _table() -> bytes:
+    """The Unicode class flags of every codepoint, one byte each (``0x110000`` bytes)."""
+    runs = flag_runs()
+    starts = np.array([start for start, _ in runs], dtype=np.int64)
+    values = np.array([value for _, value in runs], dtype=np.uint8)
+    widths = np.diff(starts, append=0x110000)
+    return np.repeat(values, widths).tobytes()
+
+
+def native_encoder(vocab: Vocab) -> Any | None:
+    """The C encoder of ``vocab``, or ``None`` where it does not apply: not built or switched
+    off, a merges-list vocabulary (Hugging Face), or a split pattern it does not know."""
+    kind = _KIND_CODES.get(vocab.kind)
+    if kind is None or not vocab.ranks_are_ids or not vocab.whole_piece_lookup:
+        return None
+    if not native_available():
+        return None
+    mergeable = vocab.mergeable
+    return _native.Encoder(list(mergeable), list(mergeable.values()), _table(), kind)
+
+
+@cache
+def _executor() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="tensortext")
+
+
+def _on_threads(
+    method: Callable[[list[str]], Any], texts: list[str], num_threads: int
+) -> list[Any]:
+    """``method`` (a C encoder's) of runs of consecutive ``texts`` with similar numbers of
+    characters, one per thread: up to ``num_threads``, at most one per usable core, and one
+    for a call under :data:`THREADS_MIN_CHARS` characters."""
+    threads = min(num_threads, usable_cores(), len(texts))
+    if threads <= 1 or sum(map(len, texts)) < THREADS_MIN_CHARS:
+        return [method(texts)]
+    return list(_executor().map(method, balanced_chunks(texts, threads)))
+
+
+def threaded_encoder(encoder: Any, num_threads: int) -> Callable[[list[str]], list[list[int]]]:
+    """``encoder.encode_many`` on up to ``num_threads`` threads (see :func:`_on_threads`)."""
+
+    def encode_many(texts: list[str]) -> list[list[int]]:
+        rows: list[list[int]] = []
+        for part in _on_threads(encoder.encode_many, texts, num_threads):
+            rows += part
+        return rows
+
+    return encode_many
+
+
+def encode_segments_flat(
+    encoder: Any, segments: Segments, n_texts: int, num_threads: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens of ``n_texts`` texts given as prepared segments, without Python lists.
+
+    Returns:
+        ``(tokens [T], lengths [n_texts])``, int64: each text's tokens after the last's.
+    """
+    texts, specials, owners = segments
+    special = np.asarray(specials, dtype=np.int64)
+    is_ordinary = special < 0
+    ordinary = [text for text, token in zip(texts, specials, strict=True) if token < 0]
+    parts = _on_threads(encoder.encode_flat, ordinary, num_threads)
+    tokens = np.concatenate([np.frombuffer(part[0], dtype=np.uint32) for part in parts])
+    segment_lengths = np.ones(len(texts), dtype=np.int64)  # a special token: one
+    segment_lengths[is_ordinary] = np.concatenate(
+        [np.frombuffer(part[1], dtype=np.int64) for part in parts]
+    )
+    # Segments come text by text, in order: specials go to their segments' first positions,
+    # the ordinary tokens fill the others in order.
+    special_at = (np.cumsum(segment_lengths) - segment_lengths)[~is_ordinary]
+    out = np.empty(int(segment_lengths.sum()), dtype=np.int64)
+    fill = np.ones(len(out), dtype=bool)
+    fill[special_at] = False
+    out[fill] = tokens
+    out[special_at] = special[~is_ordinary]
+    lengths = np.zeros(n_texts, dtype=np.int64)
+    np.add.at(lengths, np.asarray(owners, dtype=np.int64), segment_lengths)
+    return out, lengths

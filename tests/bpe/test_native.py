@@ -1,0 +1,228 @@
+"""The C encoder (``tensortext.bpe._native``, loaded by ``tensortext.bpe.native``): its split
+against the ``regex`` module, its merges against tiktoken's (short pieces and the heap of long
+ones), whole texts against tiktoken and the pure-Python host encoder, its threads, the fallback
+without it, and bad input to the extension type.
+
+``Encoding``'s list-returning methods run it wherever it applies, so the parity tests of
+``test_encoding.py`` and ``test_drop_in.py`` check it too; this file checks the parts alone.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+import torch
+from bpe_strategies import ANY_CHAR, TIKTOKEN_CHAR, rich_texts, runs
+from hypothesis import given
+from hypothesis import strategies as st
+from oracles.bpe import naive_byte_pair_merge, regex_pieces, tiktoken_reference
+from strategies import SETTINGS
+
+from tensortext.bpe import get_encoding, native
+from tensortext.bpe.host import HostEncoder
+from tensortext.bpe.pretokenize import PATTERNS
+
+NATIVE = native._native
+# (tests/test_static.py fails where a C compiler is found but the extension is not built)
+pytestmark = pytest.mark.skipif(NATIVE is None, reason="built without a C compiler")
+
+PATTERN_IDS = [f"{kind}-{index}" for index, kind in enumerate(PATTERNS.values())]
+BY_PATTERN = pytest.mark.parametrize("pat_str", list(PATTERNS), ids=PATTERN_IDS)
+TIKTOKEN_NAMES = ["r50k_base", "cl100k_base", "o200k_base"]
+BYTES = [bytes([byte]) for byte in range(256)]
+# Pieces longer than csrc/tables.h's SHORT_PIECE (256 bytes): the heap merges them.
+LONG_PIECES = st.lists(
+    st.sampled_from([b"a", b"b", b"e", b" ", b"th", b"in", b"\xe4\xb8\x80", b"\xc3\xa9", b"\x00"]),
+    min_size=200,
+    max_size=400,
+).map(b"".join)
+
+
+def splitter(pat_str: str) -> Any:
+    """A C encoder with the 256 byte tokens and ``pat_str``'s split rules."""
+    kind = native._KIND_CODES[PATTERNS[pat_str]]
+    return NATIVE.Encoder(BYTES, list(range(256)), native._table(), kind)
+
+
+@BY_PATTERN
+@SETTINGS
+@given(text=rich_texts(other=ANY_CHAR) | runs())
+def test_split_is_the_regex_modules(pat_str: str, text: str) -> None:
+    assert splitter(pat_str).split(text) == regex_pieces(pat_str, text)
+
+
+@BY_PATTERN
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " ",
+        "  \n  ",  # \s++$ (r50k, cl100k) against \s*[\r\n]+ (o200k, Llama-3)
+        "a \n\n b\r\n",
+        "\u0301123",  # a mark before digits: o200k's letter piece without its prefix
+        "!\u0301x",
+        "ÀÀ日A日AA.",  # o200k: the upper run gives back to its last Lm/Lo/mark
+        "ǅemo WORLD'S it'\u017f I'LL",
+        "1234567 ١٢٣٤",
+        "x/\n/y ?!\r\n\n",
+        "😀\U0001d400 𐐀\U0010fffd",
+    ],
+)
+def test_split_hand_picked(pat_str: str, text: str) -> None:
+    assert splitter(pat_str).split(text) == regex_pieces(pat_str, text)
+
+
+@pytest.mark.parametrize("name", TIKTOKEN_NAMES)
+@SETTINGS
+@given(piece=st.binary(min_size=1, max_size=48) | LONG_PIECES)
+def test_merges_are_tiktokens(name: str, piece: bytes) -> None:
+    encoder = get_encoding(name)._host.native
+    assert encoder.encode_piece(piece) == naive_byte_pair_merge(
+        get_encoding(name)._vocab.mergeable, piece
+    )
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@SETTINGS
+@given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR) | runs(), max_size=4))
+def test_texts_against_tiktoken_and_the_python_encoder(name: str, texts: list[str]) -> None:
+    enc = get_encoding(name)
+    expected = tiktoken_reference(name).encode_ordinary_batch(texts)
+    assert enc.encode_ordinary_batch(texts, num_threads=1) == expected
+    assert HostEncoder(enc._vocab, native=False).encode_many(texts) == expected
+
+
+@pytest.mark.parametrize("name", TIKTOKEN_NAMES)
+def test_hard_inputs_against_tiktoken(name: str) -> None:
+    rng = random.Random(7)
+    texts = [
+        "",
+        "a",
+        "\ud800abc x\udfff",  # lone surrogates: tiktoken's U+FFFD
+        "a" * 100_000,  # one long piece of one letter (the heap)
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(50_000)),
+        "".join(chr(rng.randint(0x4E00, 0x9FFF)) for _ in range(20_000)),  # one CJK piece
+        "".join(
+            rng.choice(" \n\t日本é\u0301ǅ's\u017f1½/!😀") for _ in range(1_000_000)
+        ),  # 1M chars
+    ]
+    reference = tiktoken_reference(name)
+    enc = get_encoding(name)
+    for text in texts:
+        assert enc.encode(text, disallowed_special=()) == reference.encode(
+            text, disallowed_special=()
+        ), text[:40]
+
+
+def test_threads_give_the_same_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call above THREADS_MIN_CHARS is cut into one run of texts per thread; the rows come
+    back in order and equal tiktoken's, with special tokens between segments."""
+    chunk_counts: list[int] = []
+    balanced = native.balanced_chunks
+
+    def spy(texts: list[str], count: int) -> list[list[str]]:
+        chunks = balanced(texts, count)
+        chunk_counts.append(len(chunks))
+        return chunks
+
+    monkeypatch.setattr(native, "balanced_chunks", spy)
+    monkeypatch.setattr(native, "usable_cores", lambda: 4)
+    rng = random.Random(3)
+    alphabet = "abc XYZ 日本語 é\u0301 123 !? \n\t 😀 '"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 3000))) for _ in range(97)]
+    texts[5] += "<|endoftext|>" + texts[6]
+    reference = tiktoken_reference("cl100k_base")
+    expected = reference.encode_batch(texts, allowed_special="all")
+    enc = get_encoding("cl100k_base")
+    for _ in range(3):
+        assert enc.encode_batch(texts, num_threads=4, allowed_special="all") == expected
+    assert chunk_counts == [4, 4, 4]
+    monkeypatch.setattr(native, "THREADS_MIN_CHARS", 10**9)  # a small call: one thread
+    assert enc.encode_batch(texts, num_threads=4, allowed_special="all") == expected
+    assert chunk_counts == [4, 4, 4]
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@SETTINGS
+@given(
+    texts=st.lists(
+        st.lists(
+            rich_texts(other=TIKTOKEN_CHAR) | st.sampled_from(["<|endoftext|>", "<|fim_prefix|>"]),
+            max_size=4,
+        ).map("".join),
+        max_size=5,
+    )
+)
+def test_flat_tensors_with_special_tokens(name: str, texts: list[str]) -> None:
+    """On a CPU, ``encode_batch_to_flat`` (``merge_backend="auto"``) takes the C encoder's flat
+    output and puts the special tokens between the segments: tiktoken's rows."""
+    enc = get_encoding(name)
+    options: dict[str, Any] = {"allowed_special": enc.special_tokens_set - {"<|fim_prefix|>"}}
+    options["disallowed_special"] = ()
+    flat = enc.encode_batch_to_flat(texts, **options)
+    assert flat.ids.dtype == flat.lengths.dtype == torch.int64
+    assert flat.tolist() == tiktoken_reference(name).encode_batch(texts, **options)
+    assert (
+        flat.tolist() == enc.encode_batch_to_flat(texts, merge_backend="torch", **options).tolist()
+    )
+
+
+def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    vocab = get_encoding("o200k_base")._vocab
+    monkeypatch.setenv("TENSORTEXT_NATIVE", "0")
+    assert not native.native_available()
+    host = HostEncoder(vocab)
+    assert host.native is None and host.usable  # the Python host encoder
+    text = "Grüße, 世界! it's 2026 😀"
+    assert host.encode_ordinary(text) == tiktoken_reference("o200k_base").encode(text)
+
+
+def test_merges_list_vocabularies_stay_in_python() -> None:
+    """A Hugging Face merges list (ranks are not IDs) is not the C encoder's rule."""
+    from oracles.hf import hf_file
+
+    from tensortext.bpe import Encoding
+
+    vocab = Encoding.from_hf_json(hf_file("qwen3"))._vocab
+    assert not vocab.ranks_are_ids
+    assert native.native_encoder(vocab) is None
+
+
+def test_the_extension_rejects_bad_input() -> None:
+    table, kind = native._table(), native._KIND_CODES["cl100k"]
+    with pytest.raises(ValueError, match="byte 0 is not a token"):
+        NATIVE.Encoder(BYTES[1:], list(range(1, 256)), table, kind)
+    with pytest.raises(ValueError, match="0x110000"):
+        NATIVE.Encoder(BYTES, list(range(256)), table[:100], kind)
+    with pytest.raises(ValueError, match="known kind"):
+        NATIVE.Encoder(BYTES, list(range(256)), table, 99)
+    with pytest.raises(ValueError, match="same nonzero length"):
+        NATIVE.Encoder(BYTES, list(range(255)), table, kind)
+    with pytest.raises(TypeError, match="nonempty bytes"):
+        NATIVE.Encoder([*BYTES, "ab"], list(range(257)), table, kind)
+    with pytest.raises(OverflowError):
+        NATIVE.Encoder(BYTES, [*range(255), -1], table, kind)
+    with pytest.raises(ValueError, match="bytes of token 256 repeat"):
+        NATIVE.Encoder([*BYTES, b"a"], list(range(257)), table, kind)
+    encoder = NATIVE.Encoder(BYTES, list(range(256)), table, kind)
+    with pytest.raises(TypeError, match="list of str"):
+        encoder.encode_many("abc")
+    with pytest.raises(TypeError, match="expected str, got int"):
+        encoder.encode_many(["a", 1])
+    with pytest.raises(TypeError, match="nonempty bytes"):
+        encoder.encode_piece(b"")
+    assert encoder.encode_many(["ab", ""]) == [[97, 98], []]
+    # Lone surrogates (which Encoding replaces before) become U+FFFD here too, as in tiktoken.
+    assert encoder.encode_many(["\ud800"]) == [list("\ufffd".encode())]
+    # Initialized once (another thread may be using the tables); never used uninitialized.
+    with pytest.raises(RuntimeError, match="initialized once"):
+        encoder.__init__(BYTES, list(range(256)), table, kind)
+    assert encoder.encode_many(["ab"]) == [[97, 98]]
+    blank = NATIVE.Encoder.__new__(NATIVE.Encoder)
+    for method in (blank.encode_many, blank.encode_flat, blank.split):
+        with pytest.raises(RuntimeError, match="before a successful __init__"):
+            method(["x"] if method != blank.split else "x")
+    with pytest.raises(RuntimeError, match="before a successful __init__"):
+        blank.encode_piece(b"x")

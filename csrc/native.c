@@ -272,53 +272,58 @@ done:
     return status;
 }
 
-/* encode_many(texts: list[str]) -> list[list[int]]. */
-static PyObject *Encoder_encode_many(Encoder *self, PyObject *texts) {
+/* The rows as a list of lists of int. */
+static PyObject *as_lists(const Work *w, const size_t *ends, Py_ssize_t count) {
+    PyObject *result = PyList_New(count);
+    for (Py_ssize_t k = 0; result && k < count; k++) {
+        PyObject *row = token_list(w->out, k ? ends[k - 1] : 0, ends[k]);
+        if (!row) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, k, row);
+    }
+    return result;
+}
+
+/* The rows as (tokens: bytes of native-endian uint32, lengths: bytes of int64). */
+static PyObject *as_flat(const Work *w, const size_t *ends, Py_ssize_t count) {
+    PyObject *lengths = PyBytes_FromStringAndSize(NULL, count * 8);
+    if (!lengths) return NULL;
+    char *out = PyBytes_AS_STRING(lengths);
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int64_t length = (int64_t)(ends[k] - (k ? ends[k - 1] : 0));
+        memcpy(out + 8 * k, &length, 8);
+    }
+    PyObject *tokens = PyBytes_FromStringAndSize((const char *)w->out, (Py_ssize_t)w->out_len * 4);
+    PyObject *result = tokens ? PyTuple_Pack(2, tokens, lengths) : NULL;
+    Py_XDECREF(tokens);
+    Py_DECREF(lengths);
+    return result;
+}
+
+/* encode_list, then `convert` of its rows. */
+static PyObject *encode_into(Encoder *self, PyObject *texts,
+                             PyObject *(*convert)(const Work *, const size_t *, Py_ssize_t)) {
     Work w = {0};
     size_t *ends = NULL;
     Py_ssize_t count = 0;
     PyObject *result = NULL;
-    if (encode_list(self, texts, &w, &ends, &count) == 0 && (result = PyList_New(count))) {
-        for (Py_ssize_t k = 0; k < count; k++) {
-            size_t start = k ? ends[k - 1] : 0;
-            PyObject *row = token_list(w.out, start, ends[k]);
-            if (!row) {
-                Py_CLEAR(result);
-                break;
-            }
-            PyList_SET_ITEM(result, k, row);
-        }
-    }
+    if (encode_list(self, texts, &w, &ends, &count) == 0) result = convert(&w, ends, count);
     work_free(&w);
     PyMem_Free(ends);
     return result;
 }
 
+/* encode_many(texts: list[str]) -> list[list[int]]. */
+static PyObject *Encoder_encode_many(Encoder *self, PyObject *texts) {
+    return encode_into(self, texts, as_lists);
+}
+
 /* encode_flat(texts: list[str]) -> (tokens: bytes, lengths: bytes): every text's tokens back to
  * back as native-endian uint32, and each text's count as int64. */
 static PyObject *Encoder_encode_flat(Encoder *self, PyObject *texts) {
-    Work w = {0};
-    size_t *ends = NULL;
-    Py_ssize_t count = 0;
-    PyObject *result = NULL;
-    if (encode_list(self, texts, &w, &ends, &count) == 0) {
-        PyObject *lengths = PyBytes_FromStringAndSize(NULL, count * 8);
-        if (lengths) {
-            char *out = PyBytes_AS_STRING(lengths);
-            for (Py_ssize_t k = 0; k < count; k++) {
-                int64_t length = (int64_t)(ends[k] - (k ? ends[k - 1] : 0));
-                memcpy(out + 8 * k, &length, 8);
-            }
-            PyObject *tokens = PyBytes_FromStringAndSize((const char *)w.out,
-                                                         (Py_ssize_t)w.out_len * 4);
-            if (tokens) result = PyTuple_Pack(2, tokens, lengths);
-            Py_XDECREF(tokens);
-            Py_DECREF(lengths);
-        }
-    }
-    work_free(&w);
-    PyMem_Free(ends);
-    return result;
+    return encode_into(self, texts, as_flat);
 }
 
 /* split(text: str) -> list[str]: the pieces (for tests). */

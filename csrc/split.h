@@ -83,6 +83,25 @@ static size_t end_r50k(const Seg *s, size_t i) {
     return whitespace_end(s, i, K_R50K);
 }
 
+/* The alternatives after the letter ones, for cl100k_base, Llama-3, Qwen and o200k: digit
+ * groups, punctuation runs (with trailing [\r\n], or [\r\n/] for o200k), whitespace, and
+ * otherwise one character. `letter`: the flags of the pattern's letter runs. */
+static inline size_t end_after_letters(const Seg *s, size_t i, int kind, uint8_t letter) {
+    uint8_t f = s->f[i];
+    if (f & F_NUMBER) {
+        if (kind == K_QWEN2 || kind == K_QWEN35) return i + 1;  /* \p{N} */
+        if (kind == K_CL100K_HF) return run_end(s, i, F_NUMBER); /* Oniguruma's (\p{N}{1,3})+ */
+        size_t j = i + 1;                                        /* \p{N}{1,3} */
+        while (j < s->n && j < i + 3 && (s->f[j] & F_NUMBER)) j++;
+        return j;
+    }
+    uint8_t not_other = F_SPACE | letter | F_NUMBER;
+    if (is_other(s, i, not_other) || (s->cp[i] == ' ' && is_other(s, i + 1, not_other)))
+        return punct_end(s, i, not_other, kind == K_O200K);
+    if (f & F_SPACE) return whitespace_end(s, i, kind);
+    return i + 1;
+}
+
 /* cl100k_base, Llama-3 and Qwen (see _ends_cl100k_like in rules.py). */
 static size_t end_cl100k_like(const Seg *s, size_t i, int kind) {
     size_t c = contraction(s, i, 1);
@@ -92,18 +111,7 @@ static size_t end_cl100k_like(const Seg *s, size_t i, int kind) {
     if (f & letter) return run_end(s, i, letter);
     if (!(f & (F_NEWLINE | letter | F_NUMBER)) && i + 1 < s->n && (s->f[i + 1] & letter))
         return run_end(s, i + 1, letter);
-    if (f & F_NUMBER) {
-        if (kind == K_QWEN2 || kind == K_QWEN35) return i + 1;
-        if (kind == K_CL100K_HF) return run_end(s, i, F_NUMBER);
-        size_t j = i + 1;
-        while (j < s->n && j < i + 3 && (s->f[j] & F_NUMBER)) j++;
-        return j;
-    }
-    uint8_t not_other = F_SPACE | letter | F_NUMBER;
-    if (is_other(s, i, not_other) || (s->cp[i] == ' ' && is_other(s, i + 1, not_other)))
-        return punct_end(s, i, not_other, 0);
-    if (f & F_SPACE) return whitespace_end(s, i, kind);
-    return i + 1;
+    return end_after_letters(s, i, kind, letter);
 }
 
 /* o200k's two letter alternatives from p: [upper]*[lower]+ (first) and [upper]+[lower]*
@@ -135,16 +143,7 @@ static size_t end_o200k(const Seg *s, size_t i) {
         if (prefix && (end = o200k_letters(s, i + 1, second))) return end;
         if ((f & (UPPER_SET | LOWER_SET)) && (end = o200k_letters(s, i, second))) return end;
     }
-    if (f & F_NUMBER) {
-        size_t j = i + 1;
-        while (j < s->n && j < i + 3 && (s->f[j] & F_NUMBER)) j++;
-        return j;
-    }
-    uint8_t not_other = F_SPACE | F_LETTER | F_NUMBER;
-    if (is_other(s, i, not_other) || (s->cp[i] == ' ' && is_other(s, i + 1, not_other)))
-        return punct_end(s, i, not_other, 1);
-    if (f & F_SPACE) return whitespace_end(s, i, K_O200K);
-    return i + 1;
+    return end_after_letters(s, i, K_O200K, F_LETTER);
 }
 
 static inline size_t piece_end(const Seg *s, size_t i, int kind) {

@@ -69,11 +69,16 @@ ROOT = common.BENCH_DIR.parent
 MULTILINGUAL = resources.files("tensortext") / "data/demo/multilingual.txt"
 
 
-def tiktoken_reference(name: str) -> Any:
-    """The test suite's tiktoken oracle (tests/oracles/bpe.py): tests and benchmark share it."""
+def tests_on_path() -> None:
+    """Put tests/ on ``sys.path``: its oracles are the benchmark's references too."""
     tests = str(ROOT / "tests")
     if tests not in sys.path:
         sys.path.insert(0, tests)
+
+
+def tiktoken_reference(name: str) -> Any:
+    """The test suite's tiktoken oracle (tests/oracles/bpe.py): tests and benchmark share it."""
+    tests_on_path()
     from oracles.bpe import tiktoken_reference
 
     return tiktoken_reference(name)
@@ -376,6 +381,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--skip", nargs="*", default=[], help="baselines to leave out")
     parser.add_argument(
+        "--hf-files", action="store_true",
+        help="only Hugging Face tokenizer.json files (merges lists) against tokenizers, with "
+        "RAYON_NUM_THREADS = --threads; writes bpe-hf-<device>.json",
+    )  # fmt: skip
+    parser.add_argument(
         "--no-extras", action="store_true",
         help="leave out the length sweep, worst cases and small inputs",
     )  # fmt: skip
@@ -541,6 +551,58 @@ def worst_cases(name: str, args: argparse.Namespace, dev: torch.device) -> list[
     return rows
 
 
+HF_FAMILIES = ("qwen3", "deepseek_v3")
+
+
+def hf_files(stream: bytes, args: argparse.Namespace, dev: torch.device, threads: int) -> list[
+    dict[str, Any]
+]:  # fmt: skip
+    """The tokenizer.json files the tests check (merges lists; ``tests/oracles/hf.py``) on 1024
+    texts of 4 KB: ``tokenizers``' ``encode_batch`` against ours (``Encoding.from_hf_json``,
+    ``encode_batch(num_threads=threads, allowed_special="all")``: ``tokenizers`` always matches
+    added tokens in the text), outputs checked identical."""
+    tests_on_path()
+    from oracles.hf import hf_file, hf_tokenizer
+
+    from tensortext.bpe import Encoding
+
+    texts = make_batch(stream, 1024, 4096, 4096 * 7919)
+    nbytes = sum(len(text.encode("utf-8")) for text in texts)
+    rows = []
+    for family in HF_FAMILIES:
+        try:
+            path = hf_file(family)
+        except (AssertionError, ImportError) as error:  # the [dev] extra ships the files
+            print(f"{family}: no tokenizer.json ({error})")
+            continue
+        ours, ref = Encoding.from_hf_json(path), hf_tokenizer(family)
+        timed = {
+            "hf_tokenizers": lambda ref=ref: [
+                e.ids for e in ref.encode_batch(texts, add_special_tokens=False)
+            ],
+            "ours_host": lambda ours=ours: ours.encode_batch(
+                texts, num_threads=threads, allowed_special="all"
+            ),
+        }
+        timings, errors = common.time_interleaved(
+            timed, warmup=1, repeat=args.repeat, device=dev, budget_s=args.budget
+        )
+        row: dict[str, Any] = {"family": family, "bytes": nbytes, "mb_per_s": {},
+                               "c_encoder": ours._host.native is not None}  # fmt: skip
+        for key in timed:
+            if key in errors:
+                row["mb_per_s"][key] = repr(errors[key])
+            else:
+                row["mb_per_s"][key] = nbytes / timings[key].median_s / 1e6
+        row["identical"] = not errors and (
+            timings["hf_tokenizers"].value == timings["ours_host"].value
+        )
+        print(f"{family:12s} 1024 x 4096 MB/s: {row['mb_per_s']} identical {row['identical']} "
+              f"C encoder {row['c_encoder']}", flush=True)  # fmt: skip
+        rows.append(row)
+    return rows
+
+
 def small_inputs(name: str) -> dict[str, Any]:
     """Warm ``encode("hello world")`` in microseconds, and ``get_encoding`` (tiktoken: its
     constructor on the same files) + first ``encode`` in seconds, in a fresh process."""
@@ -566,8 +628,18 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown(report["rows"]))
         print(markdown_extras(report))
         return 0
+    threads = args.threads if args.threads is not None else CORES
+    if args.hf_files:  # before tokenizers starts its pool
+        os.environ["RAYON_NUM_THREADS"] = str(threads)
     run = common.start(args, cpu_threads=CORES)
     stream = "".join(corpus_paragraphs()).encode("utf-8")
+    if args.hf_files:
+        path = run.json_path.with_name(run.json_path.name.replace("bpe-", "bpe-hf-", 1))
+        hf = {"meta": common.run_metadata(run.info, ["tokenizers"]), "threads": threads}
+        hf["rows"] = hf_files(stream, args, run.device, threads)
+        common.write_json(path, hf)
+        print(f"wrote {path}")
+        return 0
     payload: dict[str, Any] = {
         "meta": common.run_metadata(
             run.info, ["tiktoken", "tokenizers", "bpe-openai", "quicktok-v1", "transformers"]
@@ -578,7 +650,6 @@ def main(argv: list[str] | None = None) -> int:
         "unavailable": {},
         "rows": [],
     }
-    threads = args.threads if args.threads is not None else CORES
     print(f"CPU baselines use {threads} host threads")
     payload["baseline_threads"] = threads
     for key in ("length_sweep", "worst_cases", "small_inputs"):

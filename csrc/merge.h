@@ -150,16 +150,26 @@ static inline void heap_pop(Work *w, size_t *len) {
 
 #define DEAD UINT32_MAX
 
+/* The rank of the pair of parts from `start` (tiktoken: of its bytes; a merges list: of its two
+ * IDs), or NO_RANK. */
+static inline uint32_t pair_rank(const Encoder *e, const uint8_t *p, const Work *w,
+                                 uint32_t start, uint32_t mid, uint32_t end) {
+    if (!e->pair_keys) return lookup(e, p + start, end - start);
+    int64_t slot = pair_slot(e, w->ranks[start], w->ranks[mid]);
+    return slot < 0 ? NO_RANK : e->pair_values[2 * slot];
+}
+
 static inline void push_pair(const Encoder *e, const uint8_t *p, size_t n, Work *w, size_t *len,
                              uint32_t start) {
     uint32_t mid = w->next[start];
     if (mid >= n) return;
     uint32_t end = w->next[mid];
-    uint32_t rank = lookup(e, p + start, end - start);
+    uint32_t rank = pair_rank(e, p, w, start, mid, end);
     if (rank != NO_RANK) heap_push(w, len, ((uint64_t)rank << 32) | start, end);
 }
 
-/* The same merges for a long piece: a heap of pairs over a linked list of parts. */
+/* The same merges for a long piece, and every merge of a merges list: a heap of pairs over a
+ * linked list of parts. */
 static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     uint32_t *next = w->next, *prev = w->prev, *id = w->ranks;
     for (size_t k = 0; k < n; k++) {
@@ -177,7 +187,8 @@ static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
         if (prev[start] == DEAD && start != 0) continue; /* absorbed by its left neighbour */
         uint32_t mid = next[start];
         if (mid >= n || next[mid] != end) continue;      /* stale */
-        id[start] = (uint32_t)(key >> 32);
+        id[start] = e->pair_keys ? e->pair_values[2 * pair_slot(e, id[start], id[mid]) + 1]
+                                 : (uint32_t)(key >> 32); /* tiktoken: the rank is the ID */
         next[start] = end;
         if (end < n) prev[end] = start;
         prev[mid] = DEAD;
@@ -188,7 +199,7 @@ static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
 }
 
 static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
-    uint32_t whole = lookup(e, p, n);
+    uint32_t whole = e->whole_piece || n == 1 ? lookup(e, p, n) : NO_RANK;
     if (whole != NO_RANK) {
         emit(w, whole);
         return;
@@ -197,7 +208,7 @@ static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) 
         w->failed = 1;
         return;
     }
-    if (n <= SHORT_PIECE)
+    if (n <= SHORT_PIECE && !e->pair_keys)
         merge_short(e, p, n, w);
     else
         merge_long(e, p, n, w);

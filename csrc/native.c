@@ -1,12 +1,13 @@
 /* tensortext.bpe._native: the host encoder's split and merges in C (optional; see native.py).
  *
- * One Encoder holds a tiktoken-rule vocabulary (rank = ID; a pair merges when its bytes are a
- * token) in an open-addressing hash table, the Unicode class table of tensortext.bpe.unicode,
- * and the split rules of one pattern kind. The rules are those of pretokenize/rules.py, taken at
- * one position at a time: for the piece starting at i, each alternative of the regex in order
- * says whether it matches and where it ends, backtracking resolved analytically. Merges follow
- * tiktoken's byte_pair_merge (lowest rank first, leftmost on ties): a scan of the pair ranks for
- * short pieces, a heap over a linked list for long ones (same order, O(n log n)).
+ * One Encoder holds a byte-level BPE vocabulary in an open-addressing hash table, the Unicode
+ * class table of tensortext.bpe.unicode, and the split rules of one pattern kind. The rules are
+ * those of pretokenize/rules.py, taken one position at a time: for the piece starting at i, each
+ * alternative of the regex in order says whether it matches and where it ends, backtracking
+ * resolved analytically. Merges go lowest rank first, leftmost on ties. By tiktoken's rule (rank
+ * = ID; a pair merges when its bytes are a token): a scan of the pair ranks for short pieces, a
+ * heap over a linked list for long ones (the same order, O(n log n)). By a Hugging Face merges
+ * list ((left ID, right ID) -> (rank, merged ID), in a second hash): the heap.
  *
  * encode_many() reads the str objects with the GIL held, then releases it for all the work,
  * so Python threads calling it encode on several cores.
@@ -135,19 +136,62 @@ static void Encoder_dealloc(Encoder *self) {
     free(self->offsets);
     free(self->ids);
     free(self->slots);
+    free(self->pair_keys);
+    free(self->pair_values);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Encoder(tokens: list[bytes], ids: list[int], table: bytes, kind: int) */
+/* The pair table of a merges list: `merges` holds (left, right, rank, merged) uint32 quads.
+ * -1 with an exception set. */
+static int build_pairs(Encoder *self, PyObject *merges) {
+    if (!PyBytes_Check(merges) || PyBytes_GET_SIZE(merges) % 16) {
+        PyErr_SetString(PyExc_TypeError, "merges: bytes of (left, right, rank, merged) uint32s");
+        return -1;
+    }
+    size_t count = (size_t)PyBytes_GET_SIZE(merges) / 16, slots = 1;
+    while (slots < 2 * count + 2) slots *= 2;
+    self->pair_keys = malloc(slots * 8);
+    self->pair_values = malloc(slots * 8);
+    if (!self->pair_keys || !self->pair_values) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(self->pair_keys, 0xFF, slots * 8); /* PAIR_EMPTY */
+    self->pair_mask = slots - 1;
+    const char *data = PyBytes_AS_STRING(merges);
+    for (size_t k = 0; k < count; k++) {
+        uint32_t quad[4];
+        memcpy(quad, data + 16 * k, 16);
+        if (quad[0] >= NO_RANK || quad[1] >= NO_RANK || quad[2] >= NO_RANK || quad[3] >= NO_RANK) {
+            PyErr_Format(PyExc_ValueError, "merges: entry %zu holds 2**32 - 1", k);
+            return -1;
+        }
+        if (pair_slot(self, quad[0], quad[1]) >= 0) {
+            PyErr_Format(PyExc_ValueError, "merges: the pair of entry %zu repeats", k);
+            return -1;
+        }
+        uint64_t key = ((uint64_t)quad[0] << 32) | quad[1];
+        uint64_t slot = mix(key * 0x9e3779b97f4a7c15ULL) & self->pair_mask;
+        while (self->pair_keys[slot] != PAIR_EMPTY) slot = (slot + 1) & self->pair_mask;
+        self->pair_keys[slot] = key;
+        self->pair_values[2 * slot] = quad[2];
+        self->pair_values[2 * slot + 1] = quad[3];
+    }
+    return 0;
+}
+
+/* Encoder(tokens: list[bytes], ids: list[int], table: bytes, kind: int, merges: bytes | None =
+ * None, whole_piece: bool = True) */
 static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
-    PyObject *tokens, *ids, *table;
-    int kind;
-    static char *names[] = {"tokens", "ids", "table", "kind", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!i", names, &PyList_Type, &tokens,
-                                     &PyList_Type, &ids, &PyBytes_Type, &table, &kind))
+    PyObject *tokens, *ids, *table, *merges = Py_None;
+    int kind, whole_piece = 1;
+    static char *names[] = {"tokens", "ids", "table", "kind", "merges", "whole_piece", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!i|Op", names, &PyList_Type, &tokens,
+                                     &PyList_Type, &ids, &PyBytes_Type, &table, &kind, &merges,
+                                     &whole_piece))
         return -1;
     /* Once only: another thread may be encoding with the tables (the GIL released). */
-    if (self->blob || self->offsets || self->ids || self->slots) {
+    if (self->blob || self->offsets || self->ids || self->slots || self->pair_keys) {
         PyErr_SetString(PyExc_RuntimeError, "an Encoder is initialized once");
         return -1;
     }
@@ -222,6 +266,8 @@ static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
                          b);
             return -1;
         }
+    if (merges != Py_None && build_pairs(self, merges)) return -1;
+    self->whole_piece = whole_piece;
     Py_INCREF(table);
     self->table_obj = table;
     self->table = (const uint8_t *)PyBytes_AS_STRING(table);
@@ -391,7 +437,8 @@ static PyTypeObject EncoderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tensortext.bpe._native.Encoder",
     .tp_basicsize = sizeof(Encoder),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A tiktoken-rule BPE vocabulary, a Unicode class table and a split kind.",
+    .tp_doc = "A byte-level BPE vocabulary (tiktoken's rule or a merges list), a Unicode class "
+              "table and a split kind.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Encoder_init,
     .tp_dealloc = (destructor)Encoder_dealloc,

@@ -33,7 +33,15 @@ typedef struct {
     uint64_t mask;
     uint32_t max_len;
     uint32_t byte_id[256];
+    int whole_piece;        /* look a piece up whole before merging it (tiktoken; HF ignore_merges) */
+    /* A merges list (Hugging Face): (left ID, right ID) -> (rank, merged ID). NULL: tiktoken's
+     * rule, a pair merges when its bytes are a token, whose ID is the rank. */
+    uint64_t *pair_keys;    /* (left << 32) | right; PAIR_EMPTY = empty */
+    uint32_t *pair_values;  /* [2 * slots]: rank, merged ID */
+    uint64_t pair_mask;
 } Encoder;
+
+#define PAIR_EMPTY UINT64_MAX /* IDs are below NO_RANK, so no pair's key */
 
 /* ------------------------------------------------------------------ hashing */
 
@@ -60,6 +68,17 @@ static inline uint64_t hash_bytes(const uint8_t *s, size_t n) {
         h = (h ^ chunk) * 0x9e3779b97f4a7c15ULL;
     }
     return mix(h);
+}
+
+/* The slot of the merge of (left, right) in a merges list, or -1. */
+static inline int64_t pair_slot(const Encoder *e, uint32_t left, uint32_t right) {
+    uint64_t key = ((uint64_t)left << 32) | right;
+    for (uint64_t slot = mix(key * 0x9e3779b97f4a7c15ULL) & e->pair_mask;;
+         slot = (slot + 1) & e->pair_mask) {
+        uint64_t k = e->pair_keys[slot];
+        if (k == key) return (int64_t)slot;
+        if (k == PAIR_EMPTY) return -1;
+    }
 }
 
 /* The ID of the token spelled by s[0:n], or NO_RANK. */

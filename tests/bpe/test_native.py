@@ -9,6 +9,7 @@ without it, and bad input to the extension type.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any
 
@@ -23,6 +24,7 @@ from strategies import SETTINGS
 from tensortext.bpe import get_encoding, native
 from tensortext.bpe.host import HostEncoder
 from tensortext.bpe.pretokenize import PATTERNS
+from tensortext.bpe.text import prepare_segments
 
 NATIVE = native._native
 # (tests/test_static.py fails where a C compiler is found but the extension is not built)
@@ -179,15 +181,34 @@ def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     assert host.encode_ordinary(text) == tiktoken_reference("o200k_base").encode(text)
 
 
-def test_merges_list_vocabularies_stay_in_python() -> None:
-    """A Hugging Face merges list (ranks are not IDs) is not the C encoder's rule."""
+@SETTINGS
+@given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR) | runs(), max_size=4))
+def test_a_merges_list_against_tokenizers(texts: list[str]) -> None:
+    """Qwen3's tokenizer.json (a merges list: ranks are not IDs) in the C encoder: the IDs of
+    ``tokenizers`` and of the Python host encoder. (``test_merge.py`` draws random merges lists,
+    with and without ``ignore_merges``, against ``tokenizers`` too.)"""
+    from oracles.hf import hf_file, hf_tokenizer
+
+    from tensortext.bpe import Encoding
+
+    enc = Encoding.from_hf_json(hf_file("qwen3"))
+    assert not enc._vocab.ranks_are_ids and enc._host.native is not None
+    reference = hf_tokenizer("qwen3")
+    expected = [reference.encode(text, add_special_tokens=False).ids for text in texts]
+    assert enc.encode_ordinary_batch(texts) == expected
+    segments = prepare_segments(enc._vocab, texts, frozenset())  # Qwen3's NFC normalizer
+    assert HostEncoder(enc._vocab, native=False).rows(segments, len(texts)) == expected
+
+
+def test_what_stays_in_python() -> None:
+    """DeepSeek-V3's sequence of splits and BlockBPE's byte split are not the C encoder's."""
     from oracles.hf import hf_file
 
     from tensortext.bpe import Encoding
 
-    vocab = Encoding.from_hf_json(hf_file("qwen3"))._vocab
-    assert not vocab.ranks_are_ids
-    assert native.native_encoder(vocab) is None
+    assert native.native_encoder(Encoding.from_hf_json(hf_file("deepseek_v3"))._vocab) is None
+    vocab = get_encoding("cl100k_base")._vocab
+    assert native.native_encoder(dataclasses.replace(vocab, kind="bytes")) is None
 
 
 def test_the_extension_rejects_bad_input() -> None:
@@ -206,6 +227,11 @@ def test_the_extension_rejects_bad_input() -> None:
         NATIVE.Encoder(BYTES, [*range(255), -1], table, kind)
     with pytest.raises(ValueError, match="bytes of token 256 repeat"):
         NATIVE.Encoder([*BYTES, b"a"], list(range(257)), table, kind)
+    with pytest.raises(TypeError, match="uint32s"):
+        NATIVE.Encoder(BYTES, list(range(256)), table, kind, merges=b"123")
+    quad = bytes(16)  # (0, 0) -> rank 0, ID 0, twice
+    with pytest.raises(ValueError, match="entry 1 repeats"):
+        NATIVE.Encoder(BYTES, list(range(256)), table, kind, merges=quad + quad)
     encoder = NATIVE.Encoder(BYTES, list(range(256)), table, kind)
     with pytest.raises(TypeError, match="list of str"):
         encoder.encode_many("abc")

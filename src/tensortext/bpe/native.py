@@ -1,10 +1,12 @@
 """The host encoder's C core (``csrc/native.c``, built as ``tensortext.bpe._native``).
 
-For tiktoken-rule vocabularies (rank = ID, as every ``.tiktoken`` file) and the split patterns
-of :data:`~tensortext.bpe.pretokenize.PATTERNS`, one C call splits ordinary segments with the
-same rules as :mod:`tensortext.bpe.pretokenize.rules`, looks each piece up in a hash table and
-merges the rest as tiktoken does. It releases the GIL, so ``encode_batch(num_threads=N)`` runs
-it on N threads of this process (no worker processes, no copies of the vocabulary).
+For byte-level BPE vocabularies, tiktoken's (rank = ID, as every ``.tiktoken`` file) or a
+Hugging Face merges list, and the split patterns of :data:`~tensortext.bpe.pretokenize.PATTERNS`
+(not DeepSeek-V3's sequence of splits), one C call splits ordinary segments with the same rules
+as :mod:`tensortext.bpe.pretokenize.rules`, looks each piece up in a hash table and merges the
+rest, lowest rank first (leftmost among equals), as tiktoken and ``tokenizers`` do. It releases
+the GIL, so ``encode_batch(num_threads=N)`` runs it on N threads of this process (no worker
+processes, no copies of the vocabulary).
 
 The extension is optional. Without a C compiler at install, or with ``TENSORTEXT_NATIVE=0`` in
 the environment, the pure-Python host encoder (:mod:`tensortext.bpe.host`) gives the same IDs,
@@ -74,14 +76,23 @@ def _table() -> bytes:
 
 def native_encoder(vocab: Vocab) -> Any | None:
     """The C encoder of ``vocab``, or ``None`` where it does not apply: not built or switched
-    off, a merges-list vocabulary (Hugging Face), or a split pattern it does not know."""
+    off, or a split it does not know (DeepSeek-V3's sequence, ``pretokenize="bytes"``)."""
     kind = _KIND_CODES.get(vocab.kind)
-    if kind is None or not vocab.ranks_are_ids or not vocab.whole_piece_lookup:
+    if kind is None or not native_available():
         return None
-    if not native_available():
-        return None
+    merges = None
+    if vocab.merges is not None:  # (left, right, rank, merged) quads
+        quads = [(*pair, *result) for pair, result in vocab.merges.items()]
+        merges = np.array(quads, dtype=np.uint32).reshape(-1, 4).tobytes()
     mergeable = vocab.mergeable
-    return _native.Encoder(list(mergeable), list(mergeable.values()), _table(), kind)
+    return _native.Encoder(
+        list(mergeable),
+        list(mergeable.values()),
+        _table(),
+        kind,
+        merges=merges,
+        whole_piece=vocab.whole_piece_lookup,
+    )
 
 
 @cache

@@ -1,4 +1,5 @@
-/* Growable work buffers and tiktoken's merges of one piece (part of native.c, which includes it once). */
+/* Growable work buffers and the merges of one piece (part of native.c, which includes it
+ * once). */
 #ifndef TENSORTEXT_NATIVE_MERGE_H
 #define TENSORTEXT_NATIVE_MERGE_H
 

@@ -2,12 +2,14 @@
  *
  * One Encoder holds a byte-level BPE vocabulary in an open-addressing hash table, the Unicode
  * class table of tensortext.bpe.unicode, and the split rules of one pattern kind. The rules are
- * those of pretokenize/rules.py, taken one position at a time: for the piece starting at i, each
- * alternative of the regex in order says whether it matches and where it ends, backtracking
- * resolved analytically. Merges go lowest rank first, leftmost on ties. By tiktoken's rule (rank
- * = ID; a pair merges when its bytes are a token): a scan of the pair ranks for short pieces, a
- * heap over a linked list for long ones (the same order, O(n log n)). By a Hugging Face merges
- * list ((left ID, right ID) -> (rank, merged ID), in a second hash): the heap.
+ * those of pretokenize/rules.py (and splits.py for DeepSeek-V3's sequence of three splits),
+ * taken one position at a time: for the piece starting at i, each alternative of the regex in
+ * order says whether it matches and where it ends, backtracking resolved analytically.
+ *
+ * Merges go lowest rank first, leftmost on ties. By tiktoken's rule (rank = ID; a pair merges
+ * when its bytes are a token): a scan of the pair ranks for short pieces, a heap over a linked
+ * list for long ones (the same order, O(n log n)). By a Hugging Face merges list ((left ID,
+ * right ID) -> (rank, merged ID), in a second hash): the heap.
  *
  * encode_many() reads the str objects with the GIL held, then releases it for all the work,
  * so Python threads calling it encode on several cores.
@@ -52,7 +54,7 @@ static int prepare(const Encoder *e, const Text *t, Work *w, Seg *s, const uint8
         uint32_t c = read_cp(t, i);
         if (c >= 0xD800 && c <= 0xDFFF) c = 0xFFFD; /* a lone surrogate: U+FFFD, as tiktoken */
         w->cp[i] = c;
-        w->flags[i] = (c < 0x110000 ? e->table[c] & (uint8_t)~F_NEWLINE : 0) | (c == 10 || c == 13 ? F_NEWLINE : 0);
+        w->flags[i] = e->table[c]; /* c < 0x110000: a str holds no more */
         if (t->ascii) continue;
         w->boff[i] = (uint32_t)at;
         if (c < 0x80) {
@@ -75,6 +77,7 @@ static int prepare(const Encoder *e, const Text *t, Work *w, Seg *s, const uint8
     s->f = w->flags;
     s->cp = w->cp;
     s->n = t->n;
+    s->outer_end = 0;
     *bytes = t->ascii ? (const uint8_t *)t->data : u;
     return 0;
 }

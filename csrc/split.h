@@ -1,4 +1,5 @@
-/* The split rules of each pattern kind, one position at a time (pretokenize/rules.py) (part of native.c, which includes it once). */
+/* The split rules of each pattern kind, one position at a time (pretokenize/rules.py and
+ * splits.py; part of native.c, which includes it once). */
 #ifndef TENSORTEXT_NATIVE_SPLIT_H
 #define TENSORTEXT_NATIVE_SPLIT_H
 
@@ -8,7 +9,12 @@ typedef struct {
     const uint8_t *f;   /* flags */
     const uint32_t *cp;
     size_t n;
+    size_t outer_end;   /* DeepSeek-V3: the end of the step-2 piece of the last piece start */
 } Seg;
+
+static inline int is_newline(const Seg *s, size_t i) {
+    return s->cp[i] == '\n' || s->cp[i] == '\r';
+}
 
 static inline size_t run_end(const Seg *s, size_t i, uint8_t mask) {
     while (i < s->n && (s->f[i] & mask)) i++;
@@ -47,7 +53,7 @@ static inline size_t whitespace_end(const Seg *s, size_t i, int kind) {
     if (q == s->n && to_end_first) return q;
     if (kind != K_R50K) { /* \s*[\r\n]: up to the run's last newline */
         for (size_t j = q; j > i; j--)
-            if (s->f[j - 1] & F_NEWLINE) return j;
+            if (is_newline(s, j - 1)) return j;
     }
     if (q == s->n) return q;       /* \s+(?!\S) at the end */
     return q - i >= 2 ? q - 1 : q; /* \s+(?!\S) gives back one character, else \s */
@@ -57,10 +63,11 @@ static inline size_t whitespace_end(const Seg *s, size_t i, int kind) {
 static inline size_t punct_end(const Seg *s, size_t i, uint8_t not_other, int slash) {
     size_t j = run_end_not(s, s->cp[i] == ' ' ? i + 1 : i, not_other);
     if (slash) {
-        while (j < s->n && ((s->f[j] & F_NEWLINE) || s->cp[j] == '/')) j++;
+        while (j < s->n && (is_newline(s, j) || s->cp[j] == '/')) j++;
         return j;
     }
-    return run_end(s, j, F_NEWLINE);
+    while (j < s->n && is_newline(s, j)) j++;
+    return j;
 }
 
 static inline int is_other(const Seg *s, size_t i, uint8_t not_other) {
@@ -109,7 +116,7 @@ static size_t end_cl100k_like(const Seg *s, size_t i, int kind) {
     uint8_t letter = kind == K_QWEN35 ? (F_LETTER | F_MARK) : F_LETTER;
     uint8_t f = s->f[i];
     if (f & letter) return run_end(s, i, letter);
-    if (!(f & (F_NEWLINE | letter | F_NUMBER)) && i + 1 < s->n && (s->f[i + 1] & letter))
+    if (!is_newline(s, i) && !(f & (letter | F_NUMBER)) && i + 1 < s->n && (s->f[i + 1] & letter))
         return run_end(s, i + 1, letter);
     return end_after_letters(s, i, kind, letter);
 }
@@ -137,7 +144,7 @@ static size_t o200k_letters(const Seg *s, size_t p, int second) {
 
 static size_t end_o200k(const Seg *s, size_t i) {
     uint8_t f = s->f[i];
-    int prefix = !(f & (F_NEWLINE | F_LETTER | F_NUMBER));
+    int prefix = !is_newline(s, i) && !(f & (F_LETTER | F_NUMBER));
     for (int second = 0; second < 2; second++) {
         size_t end;
         if (prefix && (end = o200k_letters(s, i + 1, second))) return end;
@@ -146,10 +153,78 @@ static size_t end_o200k(const Seg *s, size_t i) {
     return end_after_letters(s, i, K_O200K, F_LETTER);
 }
 
-static inline size_t piece_end(const Seg *s, size_t i, int kind) {
+/* DeepSeek-V3: a Sequence of three Isolated splits (deepseek_v3_starts in splits.py). */
+static inline int is_cjk_kana(uint32_t c) {
+    return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x3040 && c <= 0x30FF);
+}
+
+static inline int is_ascii_letter(uint32_t c) {
+    return (c | 32) >= 'a' && (c | 32) <= 'z';
+}
+
+static inline int is_ascii_punct(uint32_t c) {
+    return (c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) ||
+           (c >= 123 && c <= 126);
+}
+
+/* Where DEEPSEEK_V3_MAIN's match at i ends (0: no match there). */
+static size_t deepseek_main(const Seg *s, size_t i) {
+    uint8_t f = s->f[i], letter_mark = F_LETTER | F_MARK;
+    uint32_t c = s->cp[i];
+    if (is_ascii_punct(c) && i + 1 < s->n && is_ascii_letter(s->cp[i + 1])) {
+        size_t j = i + 1; /* [ASCII punctuation][A-Za-z]+ */
+        while (j < s->n && is_ascii_letter(s->cp[j])) j++;
+        return j;
+    }
+    /* [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+ (a mark as the prefix: the run from it is the same) */
+    if (f & letter_mark) return run_end(s, i, letter_mark);
+    if (!is_newline(s, i) && !(f & (F_LETTER | F_PUNCT_SYMBOL)) && i + 1 < s->n &&
+        (s->f[i + 1] & letter_mark))
+        return run_end(s, i + 1, letter_mark);
+    if ((f & F_PUNCT_SYMBOL) || (c == ' ' && i + 1 < s->n && (s->f[i + 1] & F_PUNCT_SYMBOL))) {
+        size_t j = run_end(s, (f & F_PUNCT_SYMBOL) ? i : i + 1, F_PUNCT_SYMBOL);
+        while (j < s->n && is_newline(s, j)) j++; /*  ?[\p{P}\p{S}]+[\r\n]* */
+        return j;
+    }
+    return (f & F_SPACE) ? whitespace_end(s, i, K_DEEPSEEK_V3) : 0;
+}
+
+/* The end of the step-2 piece holding i (a piece start): inside the step-1 piece (a group of
+ * up to three digits, or the gap to the next digit), a run of CJK and kana or the gap to the
+ * next one. Pieces come in order, so the last one's holds until i reaches its end. */
+static size_t deepseek_outer_end(Seg *s, size_t i) {
+    if (i < s->outer_end) return s->outer_end;
+    size_t end1;
+    if (s->f[i] & F_NUMBER) {
+        end1 = i + 1;
+        while (end1 < s->n && end1 < i + 3 && (s->f[end1] & F_NUMBER)) end1++;
+    } else {
+        end1 = i + 1;
+        while (end1 < s->n && !(s->f[end1] & F_NUMBER)) end1++;
+    }
+    int cjk = is_cjk_kana(s->cp[i]);
+    size_t end2 = i + 1;
+    while (end2 < end1 && is_cjk_kana(s->cp[end2]) == cjk) end2++;
+    return s->outer_end = end2;
+}
+
+/* The piece from i (a piece start): the main pattern's match at i inside its step-2 piece, or
+ * the gap to its next match there. */
+static size_t end_deepseek_v3(Seg *s, size_t i) {
+    size_t end2 = deepseek_outer_end(s, i);
+    const Seg piece = {s->f, s->cp, end2, 0}; /* the later steps see only their piece */
+    size_t end = deepseek_main(&piece, i);
+    if (end) return end;
+    for (end = i + 1; end < end2 && !deepseek_main(&piece, end); end++) {
+    }
+    return end;
+}
+
+static inline size_t piece_end(Seg *s, size_t i, int kind) {
     switch (kind) {
     case K_R50K: return end_r50k(s, i);
     case K_O200K: return end_o200k(s, i);
+    case K_DEEPSEEK_V3: return end_deepseek_v3(s, i);
     default: return end_cl100k_like(s, i, kind);
     }
 }

@@ -1,4 +1,5 @@
-/* The flag bits, pattern kinds, the Encoder object and its vocabulary hash (part of native.c, which includes it once). */
+/* The flag bits, pattern kinds, the Encoder object and its vocabulary hash (part of native.c,
+ * which includes it once). */
 #ifndef TENSORTEXT_NATIVE_TABLES_H
 #define TENSORTEXT_NATIVE_TABLES_H
 
@@ -11,12 +12,21 @@ enum {
     F_LOWER = 16,  /* \p{Ll} */
     F_OTHER = 32,  /* [\p{Lm}\p{Lo}] */
     F_MARK = 64,   /* \p{M} */
-    /* Not in the table: set per position by the scanner. */
-    F_NEWLINE = 128,
+    F_PUNCT_SYMBOL = 128, /* [\p{P}\p{S}] (DeepSeek-V3) */
 };
 
 /* Pattern kinds, as native.py passes them. */
-enum { K_R50K, K_CL100K, K_CL100K_HF, K_LLAMA3, K_QWEN2, K_QWEN35, K_O200K, K_COUNT };
+enum {
+    K_R50K,
+    K_CL100K,
+    K_CL100K_HF,
+    K_LLAMA3,
+    K_QWEN2,
+    K_QWEN35,
+    K_O200K,
+    K_DEEPSEEK_V3,
+    K_COUNT,
+};
 
 #define NO_RANK UINT32_MAX
 #define SHORT_PIECE 256 /* longer pieces merge through the heap */
@@ -33,7 +43,7 @@ typedef struct {
     uint64_t mask;
     uint32_t max_len;
     uint32_t byte_id[256];
-    int whole_piece;        /* look a piece up whole before merging it (tiktoken; HF ignore_merges) */
+    int whole_piece;        /* look a piece up whole first (tiktoken; HF ignore_merges) */
     /* A merges list (Hugging Face): (left ID, right ID) -> (rank, merged ID). NULL: tiktoken's
      * rule, a pair merges when its bytes are a token, whose ID is the rank. */
     uint64_t *pair_keys;    /* (left << 32) | right; PAIR_EMPTY = empty */

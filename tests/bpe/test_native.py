@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from functools import cache
 from typing import Any
 
 import pytest
@@ -19,11 +20,12 @@ from bpe_strategies import ANY_CHAR, TIKTOKEN_CHAR, rich_texts, runs
 from hypothesis import given
 from hypothesis import strategies as st
 from oracles.bpe import naive_byte_pair_merge, regex_pieces, tiktoken_reference
+from oracles.hf import hf_pieces
 from strategies import SETTINGS
 
-from tensortext.bpe import get_encoding, native
+from tensortext.bpe import Encoding, get_encoding, native
 from tensortext.bpe.host import HostEncoder
-from tensortext.bpe.pretokenize import PATTERNS
+from tensortext.bpe.pretokenize import DEEPSEEK_V3_SPLITS, PATTERNS
 from tensortext.bpe.text import prepare_segments
 
 NATIVE = native._native
@@ -42,9 +44,14 @@ LONG_PIECES = st.lists(
 ).map(b"".join)
 
 
+# Kana and CJK at the edges of DeepSeek-V3's ranges (U+9FA5 in, U+9FA6 out), kana marks and
+# punctuation inside them, digits, ASCII punctuation before letters.
+DEEPSEEK_CHARS = "日本あーカ\u30a0・\u309b\u3099\u9fa5\u9fa6\u3040\u30ff12345 .a-Z\n\r'"
+
+
 def splitter(pat_str: str) -> Any:
-    """A C encoder with the 256 byte tokens and ``pat_str``'s split rules."""
-    kind = native._KIND_CODES[PATTERNS[pat_str]]
+    """A C encoder with the 256 byte tokens and ``pat_str``'s split rules (or a kind's)."""
+    kind = native._KIND_CODES[PATTERNS.get(pat_str, pat_str)]
     return NATIVE.Encoder(BYTES, list(range(256)), native._table(), kind)
 
 
@@ -74,6 +81,13 @@ def test_split_is_the_regex_modules(pat_str: str, text: str) -> None:
 )
 def test_split_hand_picked(pat_str: str, text: str) -> None:
     assert splitter(pat_str).split(text) == regex_pieces(pat_str, text)
+
+
+@SETTINGS
+@given(text=rich_texts(other=ANY_CHAR) | runs() | st.text(alphabet=DEEPSEEK_CHARS))
+def test_deepseek_v3_split_is_tokenizers(text: str) -> None:
+    """DeepSeek-V3's Sequence of three Isolated splits: ``tokenizers``' own pre-tokenizer."""
+    assert splitter("deepseek_v3").split(text) == hf_pieces(DEEPSEEK_V3_SPLITS, text)
 
 
 @pytest.mark.parametrize("name", TIKTOKEN_NAMES)
@@ -181,32 +195,38 @@ def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     assert host.encode_ordinary(text) == tiktoken_reference("o200k_base").encode(text)
 
 
+@pytest.mark.parametrize("family", ["qwen3", "deepseek_v3"])
 @SETTINGS
 @given(texts=st.lists(rich_texts(other=TIKTOKEN_CHAR) | runs(), max_size=4))
-def test_a_merges_list_against_tokenizers(texts: list[str]) -> None:
-    """Qwen3's tokenizer.json (a merges list: ranks are not IDs) in the C encoder: the IDs of
-    ``tokenizers`` and of the Python host encoder. (``test_merge.py`` draws random merges lists,
-    with and without ``ignore_merges``, against ``tokenizers`` too.)"""
-    from oracles.hf import hf_file, hf_tokenizer
+def test_merges_lists_against_tokenizers(family: str, texts: list[str]) -> None:
+    """Qwen3's and DeepSeek-V3's tokenizer.json (merges lists: ranks are not IDs) in the C
+    encoder: the IDs of ``tokenizers``, of the Python host encoder (Qwen3) and of the tensor
+    engine. (``test_merge.py`` draws random merges lists, with and without ``ignore_merges``,
+    against ``tokenizers`` too.)"""
+    from oracles.hf import hf_tokenizer
 
-    from tensortext.bpe import Encoding
-
-    enc = Encoding.from_hf_json(hf_file("qwen3"))
+    enc = hf_encoding(family)
     assert not enc._vocab.ranks_are_ids and enc._host.native is not None
-    reference = hf_tokenizer("qwen3")
+    reference = hf_tokenizer(family)
     expected = [reference.encode(text, add_special_tokens=False).ids for text in texts]
     assert enc.encode_ordinary_batch(texts) == expected
-    segments = prepare_segments(enc._vocab, texts, frozenset())  # Qwen3's NFC normalizer
-    assert HostEncoder(enc._vocab, native=False).rows(segments, len(texts)) == expected
+    python = HostEncoder(enc._vocab, native=False)
+    if python.usable:  # not DeepSeek-V3's sequence, whose fallback is the tensor engine
+        segments = prepare_segments(enc._vocab, texts, frozenset())  # Qwen3's NFC normalizer
+        assert python.rows(segments, len(texts)) == expected
+    engine = enc.encode_batch_to_flat(texts, disallowed_special=(), merge_backend="torch")
+    assert engine.tolist() == expected
+
+
+@cache
+def hf_encoding(family: str) -> Encoding:
+    from oracles.hf import hf_file
+
+    return Encoding.from_hf_json(hf_file(family))
 
 
 def test_what_stays_in_python() -> None:
-    """DeepSeek-V3's sequence of splits and BlockBPE's byte split are not the C encoder's."""
-    from oracles.hf import hf_file
-
-    from tensortext.bpe import Encoding
-
-    assert native.native_encoder(Encoding.from_hf_json(hf_file("deepseek_v3"))._vocab) is None
+    """BlockBPE's byte split (one piece per segment) is not the C encoder's."""
     vocab = get_encoding("cl100k_base")._vocab
     assert native.native_encoder(dataclasses.replace(vocab, kind="bytes")) is None
 

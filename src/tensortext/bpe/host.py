@@ -1,9 +1,8 @@
 """The host encoder: tiktoken's IDs on the CPU from the standard library's ``re`` and a dict.
 
 Where the C extension is built (:mod:`tensortext.bpe.native`), :class:`HostEncoder` hands
-the vocabulary to it and the Python below is the fallback: the same IDs, 3-6x slower.
-Everything here still serves Python-only installs, DeepSeek-V3's sequence of splits (through
-the tensor engine) and ``TENSORTEXT_NATIVE=0``.
+the vocabulary to it and the Python below is the fallback: the same IDs, 3-6x slower, for
+installs without a C compiler and ``TENSORTEXT_NATIVE=0``.
 
 On a CPU, the tensor engine (:mod:`tensortext.bpe.engine`) pays for its generality: dozens of
 small torch calls per batch (a millisecond before the first byte) and passes over every byte

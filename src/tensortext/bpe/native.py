@@ -2,11 +2,11 @@
 
 For byte-level BPE vocabularies, tiktoken's (rank = ID, as every ``.tiktoken`` file) or a
 Hugging Face merges list, and the split patterns of :data:`~tensortext.bpe.pretokenize.PATTERNS`
-(not DeepSeek-V3's sequence of splits), one C call splits ordinary segments with the same rules
-as :mod:`tensortext.bpe.pretokenize.rules`, looks each piece up in a hash table and merges the
-rest, lowest rank first (leftmost among equals), as tiktoken and ``tokenizers`` do. It releases
-the GIL, so ``encode_batch(num_threads=N)`` runs it on N threads of this process (no worker
-processes, no copies of the vocabulary).
+and DeepSeek-V3's sequence of splits, one C call splits ordinary segments with the same rules
+as :mod:`tensortext.bpe.pretokenize.rules` and ``splits``, looks each piece up in a hash table
+and merges the rest, lowest rank first (leftmost among equals), as tiktoken and ``tokenizers``
+do. It releases the GIL, so ``encode_batch(num_threads=N)`` runs it on N threads of this
+process (no worker processes, no copies of the vocabulary).
 
 The extension is optional. Without a C compiler at install, or with ``TENSORTEXT_NATIVE=0`` in
 the environment, the pure-Python host encoder (:mod:`tensortext.bpe.host`) gives the same IDs,
@@ -52,6 +52,7 @@ _KIND_CODES = {
     "qwen2": 4,
     "qwen35": 5,
     "o200k": 6,
+    "deepseek_v3": 7,
 }
 THREADS_MIN_CHARS = 1 << 16
 """Characters of ordinary text in one call from which ``encode_batch`` uses several threads
@@ -76,7 +77,7 @@ def _table() -> bytes:
 
 def native_encoder(vocab: Vocab) -> Any | None:
     """The C encoder of ``vocab``, or ``None`` where it does not apply: not built or switched
-    off, or a split it does not know (DeepSeek-V3's sequence, ``pretokenize="bytes"``)."""
+    off, or a split it does not know (one piece per segment, BlockBPE's)."""
     kind = _KIND_CODES.get(vocab.kind)
     if kind is None or not native_available():
         return None

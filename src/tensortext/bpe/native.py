@@ -22,9 +22,10 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
 from tensortext.bpe.parallel import balanced_chunks, usable_cores
-from tensortext.bpe.unicode import flag_runs
+from tensortext.bpe.unicode import flag_table
 
 if TYPE_CHECKING:
     from tensortext.bpe.engine import Segments
@@ -68,11 +69,7 @@ def native_available() -> bool:
 @cache
 def _table() -> bytes:
     """The Unicode class flags of every codepoint, one byte each (``0x110000`` bytes)."""
-    runs = flag_runs()
-    starts = np.array([start for start, _ in runs], dtype=np.int64)
-    values = np.array([value for _, value in runs], dtype=np.uint8)
-    widths = np.diff(starts, append=0x110000)
-    return np.repeat(values, widths).tobytes()
+    return flag_table(torch.device("cpu")).numpy().tobytes()
 
 
 def native_encoder(vocab: Vocab) -> Any | None:

@@ -173,8 +173,9 @@ class TensorMethods:
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
         kind: PatternKind = "bytes" if pretokenize == "bytes" else self._vocab.kind
         segments = prepare_segments(self._vocab, texts, allowed)
-        native = self._host.native
-        if target.type == "cpu" and merge_backend == "auto" and kind != "bytes" and native:
+        on_host = target.type == "cpu" and merge_backend == "auto" and kind != "bytes"
+        native = self._host.native if on_host else None  # (CUDA: no host encoder is built)
+        if native is not None:
             threads = torch.get_num_threads() if num_threads is None else num_threads
             tokens, lengths = encode_segments_flat(native, segments, len(texts), threads)
             return torch.from_numpy(tokens), torch.from_numpy(lengths)

@@ -25,6 +25,7 @@ __all__ = [
     "UPPER",
     "codepoint_flags",
     "flag_runs",
+    "flag_table",
     "table_label",
 ]
 
@@ -61,7 +62,9 @@ def _runs() -> tuple[torch.Tensor, torch.Tensor, str]:
 
 
 @lru_cache(maxsize=8)
-def _table(device: torch.device) -> torch.Tensor:
+def flag_table(device: torch.device) -> torch.Tensor:
+    """The flags of every codepoint, ``[0x110000]`` uint8 on ``device`` (built once per device;
+    the C host encoder takes the CPU one's bytes)."""
     starts, values, _ = _runs()
     widths = torch.diff(starts, append=torch.tensor([0x110000]))
     return torch.repeat_interleave(values.to(torch.uint8), widths).to(device)  # [0x110000]
@@ -89,4 +92,4 @@ def codepoint_flags(codepoints: torch.Tensor) -> torch.Tensor:
     Returns:
         uint8 tensor of the same shape: bit ``LETTER``, ``NUMBER``, ``SPACE``, ... set.
     """
-    return _table(codepoints.device)[codepoints.long()]
+    return flag_table(codepoints.device)[codepoints.long()]

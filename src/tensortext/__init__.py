@@ -9,22 +9,70 @@
 * :mod:`tensortext.padded`: the ragged-batch convention (``Padded``, ``PAD_ID``) every part follows.
 """
 
-from tensortext.bleu import (
-    BLEU,
-    BleuConfig,
-    bleu_from_stats,
-    bleu_stats,
-    corpus_bleu,
-    sentence_bleu,
-)
-from tensortext.bpe import (
-    Encoding,
-    encoding_for_model,
-    encoding_name_for_model,
-    get_encoding,
-    list_encoding_names,
-)
-from tensortext.padded import MISSING_REF, PAD_ID, Flat, Padded, pad_ragged, pad_ragged_refs
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tensortext.bleu import (
+        BLEU,
+        BleuConfig,
+        bleu_from_stats,
+        bleu_stats,
+        corpus_bleu,
+        sentence_bleu,
+    )
+    from tensortext.bpe import (
+        Encoding,
+        encoding_for_model,
+        encoding_name_for_model,
+        get_encoding,
+        list_encoding_names,
+    )
+    from tensortext.padded import MISSING_REF, PAD_ID, Flat, Padded, pad_ragged, pad_ragged_refs
+
+# Each public name's module, imported on first use (PEP 562): the command line catches a
+# Ctrl-C only once its own code runs, and torch's import takes most of a second.
+_HOMES = {
+    **dict.fromkeys(
+        ["BLEU", "BleuConfig", "bleu_from_stats", "bleu_stats", "corpus_bleu", "sentence_bleu"],
+        "tensortext.bleu",
+    ),
+    **dict.fromkeys(
+        [
+            "Encoding",
+            "encoding_for_model",
+            "encoding_name_for_model",
+            "get_encoding",
+            "list_encoding_names",
+        ],
+        "tensortext.bpe",
+    ),
+    **dict.fromkeys(
+        ["MISSING_REF", "PAD_ID", "Flat", "Padded", "pad_ragged", "pad_ragged_refs"],
+        "tensortext.padded",
+    ),
+}
+
+
+_SUBPACKAGES = ("bleu", "bpe", "decode", "formats", "lmbr", "mbr", "ngrams", "padded")
+"""Reachable as attributes after a bare ``import tensortext``, as when they were imported
+eagerly."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"tensortext.{name}")  # sets the attribute itself
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tensortext' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later uses find it without this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES) | set(_SUBPACKAGES))
+
 
 __version__ = "0.3.0"
 

@@ -9,9 +9,11 @@ import inspect
 import pickle
 import subprocess
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 import tiktoken
 import tiktoken.model
@@ -185,6 +187,92 @@ def test_errors_have_tiktokens_types() -> None:
         ours.decode([1.5])  # type: ignore[list-item]
 
 
+class TextSequence(Sequence[str]):
+    """A user's own ``Sequence`` of texts (not a list)."""
+
+    def __init__(self, texts: list[str]):
+        self._texts = texts
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._texts[index]
+
+
+BATCH = ["hello world", "", "日本語のテキスト 😀", "<|endoftext|> it's 2026", "  x\n\n"]
+CONTAINERS = {
+    "tuple": tuple,
+    "generator": lambda texts: (text for text in texts),
+    "iterator": iter,
+    "numpy_str_array": np.array,
+    "pandas_series": pd.Series,
+    "pandas_object_series": lambda texts: pd.Series(texts, dtype=object),
+    "custom_sequence": TextSequence,
+}
+
+
+@pytest.mark.parametrize("make", list(CONTAINERS.values()), ids=list(CONTAINERS))
+def test_batches_of_any_ordered_iterable_as_tiktoken(make: Any) -> None:
+    """tiktoken maps over any iterable of str (numpy's ``np.str_`` is a str): so do we, and
+    the tensor methods too."""
+    ours, ref = pair("cl100k_base")
+    for method, options in [("encode_batch", {"allowed_special": "all"}),
+                            ("encode_ordinary_batch", {})]:  # fmt: skip
+        want = getattr(ref, method)(make(BATCH), **options)
+        assert want == getattr(ref, method)(BATCH, **options)
+        assert getattr(ours, method)(make(BATCH), **options) == want
+    want = ref.encode_batch(BATCH, allowed_special="all")
+    assert ours.encode_batch_to_tensor(make(BATCH), allowed_special="all").tolist() == want
+    assert ours.encode_batch_to_flat(make(BATCH), allowed_special="all").tolist() == want
+
+
+def test_num_threads_true_is_one_thread_as_in_tiktoken() -> None:
+    ours, ref = pair("cl100k_base")
+    want = ref.encode_batch(BATCH, num_threads=True, allowed_special="all")
+    assert ours.encode_batch(BATCH, num_threads=True, allowed_special="all") == want
+    assert ours.encode_ordinary_batch(BATCH, num_threads=True) == ref.encode_ordinary_batch(
+        BATCH, num_threads=True
+    )
+    assert ours.decode_batch(want, num_threads=True) == ref.decode_batch(want, num_threads=True)
+    assert ours.encode_batch_to_tensor(BATCH, num_threads=True, allowed_special="all").tolist() == (
+        want
+    )
+    for enc in (ours, ref):  # False is 0 threads: a ValueError in both
+        with pytest.raises(ValueError):
+            enc.encode_batch(BATCH, num_threads=False)
+    with pytest.raises(ValueError, match="num_threads must be >= 1, got 0"):
+        ours.encode_batch(BATCH, num_threads=False)
+    with pytest.raises(TypeError, match="num_threads must be an int, got str"):
+        ours.encode_batch(BATCH, num_threads="2")  # type: ignore[arg-type]
+
+
+NOT_TEXTS = {  # a batch (made anew for each call) -> the message, with "text" the argument
+    "str": (lambda: "one string", r"text must be a list \(or any iterable\) of str, got str; wrap"),
+    "bytes": (lambda: b"x", r"text must be a list \(or any iterable\) of str, got bytes"),
+    "set": (lambda: {"a", "b"}, r"text must be a list \(or another ordered iterable\) .* got set"),
+    "dict": (lambda: {"text": ["a"]}, r"text must be a list .* got dict; pass e\.g\. list"),
+    "none": (lambda: None, r"text must be a list .* of str, got NoneType"),
+    "int": (lambda: 3, r"text must be a list .* of str, got int"),
+    "int_item": (lambda: ["ok", 3], r"text\[1\] is int, expected str"),
+    "bytes_item": (lambda: ["ok", b"x"], r"text\[1\] is bytes, expected str"),
+    "int_array": (lambda: np.array([1, 2]), r"text\[0\] is int64, expected str"),
+    "missing_in_series": (lambda: pd.Series(["ok", None]), r"text\[1\] is (float|NoneType), exp"),
+    "float_from_generator": (lambda: (x for x in ["ok", 1.5]), r"text\[1\] is float, expected"),
+}
+
+
+@pytest.mark.parametrize(("make", "message"), list(NOT_TEXTS.values()), ids=list(NOT_TEXTS))
+def test_what_is_no_batch_of_texts_is_refused(make: Any, message: str) -> None:
+    ours = tensortext.get_encoding("cl100k_base")
+    with pytest.raises(TypeError, match=message):
+        ours.encode_batch(make())
+    with pytest.raises(TypeError, match=message):
+        ours.encode_ordinary_batch(make())
+    with pytest.raises(TypeError, match=message.replace("text", "texts", 1)):
+        ours.encode_batch_to_tensor(make())
+
+
 def test_unknown_allowed_special_names_are_ignored_as_in_tiktoken() -> None:
     ours, ref = pair("cl100k_base")
     text = "<|im_start|> hi <|endoftext|>"
@@ -279,10 +367,38 @@ def test_tensor_variants(name: str) -> None:
 
 
 def test_explicit_n_vocab_counts_tokens_as_tiktoken_does() -> None:
+    """Accepted and refused where the real ``tiktoken.Encoding`` accepts and refuses it (it
+    asserts; we raise ValueError), with the same ``n_vocab``."""
     ranks = tensortext.get_encoding("r50k_base")._mergeable_ranks
     pattern = tensortext.get_encoding("r50k_base")._pat_str
-    Encoding("ok", pat_str=pattern, mergeable_ranks=ranks, special_tokens={"<|e|>": 50256},
-             explicit_n_vocab=50257)  # fmt: skip
-    with pytest.raises(ValueError, match="explicit_n_vocab"):
-        Encoding("bad", pat_str=pattern, mergeable_ranks=ranks,
-                 special_tokens={"<|e|>": 50256}, explicit_n_vocab=50258)  # fmt: skip
+    outcomes = []
+    for n_vocab in (50257, 50258, 50256):
+        kwargs: dict[str, Any] = {
+            "pat_str": pattern,
+            "mergeable_ranks": ranks,
+            "special_tokens": {"<|e|>": 50256},
+            "explicit_n_vocab": n_vocab,
+        }
+        try:
+            theirs = tiktoken.Encoding("ref", **kwargs)
+        except AssertionError:
+            outcomes.append("refused")
+            with pytest.raises(ValueError, match="explicit_n_vocab"):
+                Encoding("bad", **kwargs)
+        else:
+            outcomes.append("accepted")
+            assert Encoding("ok", **kwargs).n_vocab == theirs.n_vocab == n_vocab
+    assert outcomes == ["accepted", "refused", "refused"]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"merge_backend": "nope"}, {"pretokenize": "nope"}, {"add_special_tokens": 1}]
+)
+def test_a_bad_keyword_leaves_a_generator_unread(bad: dict[str, Any]) -> None:
+    """The tensor methods check their other arguments first: the user's generator is not
+    emptied by a call that then refuses a keyword."""
+    encoding = tensortext.get_encoding("gpt2")
+    texts = (text for text in ["a b", "c"])
+    with pytest.raises((ValueError, TypeError)):
+        encoding.encode_batch_to_flat(texts, **bad)
+    assert encoding.encode_batch_to_flat(texts).tolist() == [[64, 275], [66]]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -339,7 +340,9 @@ def test_disallowed_special_raises(name: str) -> None:
             disallowed_special={"<|endoftext|>"},
         )
     # "all" disallows every special token that is not allowed.
-    with pytest.raises(ValueError):
+    with pytest.raises(
+        ValueError, match=re.escape("special token '<|endoftext|>', which is disallowed")
+    ):
         enc.encode("<|endoftext|> <|endofprompt|>", allowed_special={"<|endofprompt|>"})
 
 
@@ -392,25 +395,34 @@ def test_properties(name: str) -> None:
 
 def test_bad_inputs() -> None:
     enc = get_encoding("cl100k_base")
-    for text in [b"bytes", None, 3, ["a list"]]:
-        with pytest.raises(TypeError):
+    for text, kind in [(b"bytes", "bytes"), (None, "NoneType"), (3, "int")]:
+        with pytest.raises(TypeError, match=f"^text must be str, got {kind}$"):
             enc.encode(text)  # type: ignore[arg-type]
-        with pytest.raises(TypeError):
+        with pytest.raises(TypeError, match=f"^text must be str, got {kind}$"):
             enc.encode_ordinary(text)  # type: ignore[arg-type]
-    for batch in ["a string", b"bytes", None, 3, (t for t in ["gen"]), {"a set"}]:
-        with pytest.raises(TypeError):
+    several = "text must be str, got list; for several texts, call the batch method"
+    with pytest.raises(TypeError, match=several):
+        enc.encode(["a list"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=several):
+        enc.encode_ordinary(["a list"])  # type: ignore[arg-type]
+    # (Any ordered iterable of str is a batch, as in tiktoken: test_drop_in.py.)
+    for batch, kind in [("a string", "str"), (b"bytes", "bytes")]:
+        with pytest.raises(TypeError, match=f"texts must be a list .* of str, got {kind}; wrap"):
             enc.encode_batch_to_tensor(batch)  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    for batch, kind in [(None, "NoneType"), (3, "int"), ({"a set"}, "set")]:
+        with pytest.raises(TypeError, match=f"texts must be a list .* of str, got {kind}; pass"):
+            enc.encode_batch_to_tensor(batch)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"^texts\[1\] is int, expected str$"):
         enc.encode_batch_to_tensor(["ok", 3])  # type: ignore[list-item]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^texts\[1\] is bytes, expected str$"):
         enc.encode_batch_to_tensor(["ok", b"bytes"])  # type: ignore[list-item]
     # As in tiktoken, a name that is no special token allows nothing: its text stays text.
     assert enc.encode("<|nope|>", allowed_special={"<|nope|>"}) == enc.encode_ordinary("<|nope|>")
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="allowed_special must be 'all' or a set of special-"):
         enc.encode("x", allowed_special="<|endoftext|>")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="disallowed_special must be 'all' or a collection of"):
         enc.encode("x", disallowed_special="<|endoftext|>")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="pretokenize must be one of 'regex', 'bytes', got 'w"):
         enc.encode_batch_to_tensor(["x"], pretokenize="words")  # type: ignore[arg-type]
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
@@ -435,13 +447,13 @@ def test_decode_bad_ids() -> None:
     unused = 100256  # between the ranks (0..100255) and the first special token (100257)
     assert unused not in tiktoken_ranks("cl100k_base").values()
     for ids in [[-1], [enc.n_vocab], [5, 2**40], [unused], [1, unused, 2]]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="which is not a token of cl100k_base"):
             enc.decode(ids)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="which is not a token of cl100k_base"):
             enc.decode_bytes(ids)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="which is not a token of cl100k_base"):
             enc.decode_batch(Padded(torch.tensor([ids]), torch.tensor([len(ids)])))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"ids must have an integer dtype, got torch\.float32"):
         enc.decode_batch(Padded(torch.tensor([[33.0]]), torch.tensor([1])))
     # Padding past the lengths is never looked at.
     assert enc.decode_batch(Padded(torch.tensor([[15339, -1, 10**9]]), torch.tensor([1]))) == [
@@ -458,9 +470,10 @@ def test_decode_rejects_non_integer_ids(tokens: Any) -> None:
     """decode must refuse what decode_batch refuses (``_check_ids``: "must be integer token
     IDs"), not truncate 33.7 to token 33."""
     enc = get_encoding("cl100k_base")
-    with pytest.raises(TypeError):
+    message = r"tokens (must have an integer dtype|holds 33\.5, which is not an int token ID)"
+    with pytest.raises(TypeError, match=message):
         enc.decode(tokens)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=message):
         enc.decode_bytes(tokens)
 
 
@@ -478,7 +491,7 @@ def test_decode_batch_bad_shapes() -> None:
         with pytest.raises(ValueError, match="lengths"):
             enc.decode_batch(Padded(ids, bad))
     for bad in [torch.tensor([3, 1]), torch.tensor([-1, 1])]:
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"lengths must lie in \[0, 2\]"):
             enc.decode_batch(Padded(ids, bad))
     assert enc.decode_batch(Padded(ids, lengths.to(torch.int32))) == ["hello world", "hi"]
 

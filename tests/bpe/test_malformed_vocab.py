@@ -225,6 +225,117 @@ def test_added_tokens_numbered_as_tokenizers_numbers_them() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# post-processor IDs, and JSON that Python's reader refuses
+# --------------------------------------------------------------------------------------------
+
+
+def with_post_processor(kind: str, token_id: Any) -> dict[str, Any]:
+    """``toy_spec()`` whose post-processor puts ``token_id`` before the text (``cls``)."""
+    spec = toy_spec()
+    if kind == "TemplateProcessing":
+        spec["post_processor"] = {
+            "type": kind,
+            "single": [
+                {"SpecialToken": {"id": "<x>", "type_id": 0}},
+                {"Sequence": {"id": "A", "type_id": 0}},
+            ],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<x>": {"id": "<x>", "ids": [token_id], "tokens": ["<x>"]}},
+        }
+    else:
+        spec["post_processor"] = {"type": kind, "cls": ["<x>", token_id], "sep": ["ab", 256]}
+    return spec
+
+
+POST_KINDS = ["BertProcessing", "RobertaProcessing", "TemplateProcessing"]
+NOT_AN_ID = "expected an integer ID of the vocabulary (tokenizers refuses this file too)"
+# ID -> how it is shown; each used to be accepted (an int() of it emitted) or to fail at encode.
+REFUSED_BY_BOTH = {
+    -7: "-7",
+    1.7: "1.7",
+    2.0: "2.0",
+    True: "True",
+    "257": "'257'",
+    2**32: "4294967296",
+    10**30: "2**99 or more",
+}
+# u32 IDs beyond the vocabulary: tokenizers loads the file and emits them as they are.
+REFUSED_HERE = [258, 99_999_999, 2**32 - 1]
+
+
+def post_field(kind: str) -> str:
+    return "special token '<x>'" if kind == "TemplateProcessing" else f"{kind} cls"
+
+
+@pytest.mark.parametrize("kind", POST_KINDS)
+@pytest.mark.parametrize("token_id", list(REFUSED_BY_BOTH), ids=list(REFUSED_BY_BOTH.values()))
+def test_post_processor_ids_tokenizers_refuses(tmp_path: Path, kind: str, token_id: Any) -> None:
+    from tokenizers import Tokenizer
+
+    spec = with_post_processor(kind, token_id)
+    with pytest.raises(Exception, match="did not match any variant"):
+        Tokenizer.from_str(json.dumps(spec))
+    path = write_json(tmp_path, spec)
+    with pytest.raises(ValueError) as raised:
+        Encoding.from_hf_json(path)
+    shown = REFUSED_BY_BOTH[token_id]
+    message = f"{path}: post_processor {post_field(kind)} has ID {shown}; {NOT_AN_ID}"
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("kind", POST_KINDS)
+@pytest.mark.parametrize("token_id", REFUSED_HERE)
+def test_post_processor_ids_beyond_the_vocabulary(tmp_path: Path, kind: str, token_id: int) -> None:
+    """``tokenizers`` emits such an ID, which no embedding table has; refused with the fix."""
+    from tokenizers import Tokenizer
+
+    spec = with_post_processor(kind, token_id)
+    assert Tokenizer.from_str(json.dumps(spec)).encode("ab").ids[0] == token_id
+    path = write_json(tmp_path, spec)
+    with pytest.raises(ValueError) as raised:
+        Encoding.from_hf_json(path)
+    assert str(raised.value).startswith(
+        f"{path}: post_processor {post_field(kind)} has ID {token_id}, which is no token of "
+        "model.vocab or added_tokens"
+    )
+
+
+@pytest.mark.parametrize("kind", POST_KINDS)
+@pytest.mark.parametrize("token_id", [257, 97, 256])  # <x>, "a" and "ab"
+def test_post_processor_ids_of_the_vocabulary_load(kind: str, token_id: int) -> None:
+    from tokenizers import Tokenizer
+
+    reference = Tokenizer.from_str(json.dumps(with_post_processor(kind, token_id)))
+    ours = Encoding.from_hf_json(reference)
+    for text in ["ab", "", "b a<x>"]:
+        expected = reference.encode(text).ids
+        flat = ours.encode_batch_to_flat([text], allowed_special="all", add_special_tokens=True)
+        assert flat.tolist() == [expected]
+
+
+def test_a_5000_digit_number_names_the_file(tmp_path: Path) -> None:
+    """Python's JSON reader refuses integers of more than 4,300 digits with a bare ValueError;
+    ``tokenizers`` refuses the file too ("number out of range")."""
+    path = write_json(tmp_path, with_post_processor("BertProcessing", 12345))
+    path.write_text(path.read_text().replace("12345", "9" * 5000), encoding="utf-8")
+    with pytest.raises(ValueError) as raised:
+        Encoding.from_hf_json(path)
+    message = f"{path}: not a JSON tokenizer file (a number of more than 4300 digits)"
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("opening", ["[", '{"a":'], ids=["arrays", "objects"])
+def test_deeply_nested_json_names_the_file(tmp_path: Path, opening: str) -> None:
+    """``[`` x 100,000 raised a RecursionError, without the file's name."""
+    path = tmp_path / "tokenizer.json"
+    path.write_text(opening * 100_000, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"nested deeper than \d+ levels") as raised:
+        Encoding.from_hf_json(path)
+    assert str(raised.value).startswith(f"{path}: not a JSON tokenizer file (arrays or objects")
+    assert raised.value.__suppress_context__  # no RecursionError traceback chained to it
+
+
+# --------------------------------------------------------------------------------------------
 # the CLI
 # --------------------------------------------------------------------------------------------
 

@@ -6,18 +6,29 @@ fresh interpreter process with the variable set (small inputs: the interpreter i
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import platform
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-import torch
-
-from tensortext.bpe.merge_triton import triton_usable
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def require_triton() -> None:
+    """Skip, with the reason, where triton is not installed; fail instead in CI (``CI=true``)
+    on Linux x86_64, where the dev extra installs it and a missing triton is a broken setup."""
+    if importlib.util.find_spec("triton") is not None:
+        return
+    where = f"{sys.platform} {platform.machine()}"
+    if os.environ.get("CI", "").lower() == "true" and where == "linux x86_64":
+        pytest.fail(f"CI=true on {where}, where the dev extra installs triton, but it is missing")
+    pytest.skip(f"triton is not installed ({where}; the dev extra installs it on Linux x86_64)")
+
 
 SCRIPT = textwrap.dedent(
     r"""
@@ -66,8 +77,8 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not triton_usable(torch.device("cuda")), reason="triton is not installed")
 def test_triton_kernel_matches_torch_merges_under_interpreter() -> None:
+    require_triton()
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(SRC)}
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600

@@ -10,7 +10,10 @@ without it, and bad input to the extension type.
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
+import subprocess
+import sys
 from functools import cache
 from typing import Any
 
@@ -193,6 +196,75 @@ def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     assert host.native is None and host.usable  # the Python host encoder
     text = "Grüße, 世界! it's 2026 😀"
     assert host.encode_ordinary(text) == tiktoken_reference("o200k_base").encode(text)
+
+
+@pytest.mark.parametrize("value", ["1", "true", "True", "YES", "on", "On", "", " yes "])
+def test_switched_on_by_the_usual_spellings(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("TENSORTEXT_NATIVE", value)
+    assert native.native_available()
+    assert HostEncoder(get_encoding("o200k_base")._vocab).native is not None
+
+
+@pytest.mark.parametrize("value", ["0", "false", "FALSE", "No", "off", "OFF", " 0"])
+def test_switched_off_by_the_usual_spellings(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("TENSORTEXT_NATIVE", value)
+    assert not native.native_available()
+    assert HostEncoder(get_encoding("o200k_base")._vocab).native is None
+
+
+@pytest.mark.parametrize("value", ["garbage", "2", "-1", "n", "disable", "offf", "x" * 1000])
+def test_other_values_are_refused_at_first_use(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("TENSORTEXT_NATIVE", value)
+    accepted = "1/true/yes/on .* 0/false/no/off"
+    with pytest.raises(ValueError, match=f"^TENSORTEXT_NATIVE=.* {accepted}") as caught:
+        HostEncoder(get_encoding("o200k_base")._vocab)
+    assert len(str(caught.value)) < 200  # the value is cut, not printed whole
+
+
+def test_a_bad_value_does_not_break_the_import() -> None:
+    """Read when an encoding first encodes: ``import tensortext`` works, ``encode`` says."""
+    program = (
+        "import tensortext\n"
+        "enc = tensortext.get_encoding('r50k_base')\n"
+        "try:\n"
+        "    enc.encode('hi')\n"
+        "except ValueError as error:\n"
+        "    print(error)\n"
+    )
+    env = {**os.environ, "TENSORTEXT_NATIVE": "maybe"}
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True
+    )
+    assert result.stdout.startswith("TENSORTEXT_NATIVE='maybe' is not understood"), result.stdout
+
+
+def test_the_segment_limit_is_named_before_any_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A segment (a text, or a part between allowed special tokens) over the C encoder's
+    limit: a ``ValueError`` naming it and the fix, from every method that runs the C encoder
+    (the limit made small here; the real one is checked against the C encoder below)."""
+    enc = get_encoding("r50k_base")
+    monkeypatch.setattr(native, "MAX_SEGMENT_CHARS", 10)
+    message = r"a text holds a segment of 11 characters; the C encoder takes at most 10 .*split"
+    calls = [enc.encode, enc.encode_ordinary, lambda text: enc.encode_batch(["ok", text]),
+             lambda text: enc.encode_batch_to_tensor(["ok", text])]  # fmt: skip
+    for call in calls:
+        with pytest.raises(ValueError, match=message):
+            call("a" * 11)
+    cut = "a" * 10 + "<|endoftext|>" + "a" * 10  # two segments of 10
+    assert enc.encode(cut, allowed_special="all") == tiktoken_reference("r50k_base").encode(
+        cut, allowed_special="all"
+    )
+
+
+def test_the_segment_limit_is_the_c_encoders() -> None:
+    """The C encoder refuses one character more than :data:`native.MAX_SEGMENT_CHARS`
+    (2**30 - 2): a 1 GiB string, refused before any work."""
+    assert native.MAX_SEGMENT_CHARS == 2**30 - 2
+    too_long = "a" * (native.MAX_SEGMENT_CHARS + 1)
+    with pytest.raises(ValueError, match=r"2\*\*30"):
+        splitter("cl100k").encode_many([too_long])
+    with pytest.raises(ValueError, match=r"segment of 1,073,741,823 characters.*1,073,741,822"):
+        native.threaded_encoder(splitter("cl100k"), 1)([too_long])
 
 
 @pytest.mark.parametrize("family", ["qwen3", "deepseek_v3"])

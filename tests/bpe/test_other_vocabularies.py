@@ -23,16 +23,14 @@ import torch
 from bpe_strategies import TIKTOKEN_CHAR, rich_texts, runs
 from hypothesis import given
 from hypothesis import strategies as st
+from oracles.bpe import LLAMA3_PAT_STR, LLAMA3_SPECIAL_TOKENS, llama3_reference, tiktoken_reference
 from strategies import SETTINGS
-from tiktoken.load import load_tiktoken_bpe
 
 import tensortext.bpe.engine as engine
 from tensortext.bpe import Encoding, piece_starts
-from tensortext.bpe.pretokenize import CL100K_PATTERN, LLAMA3_PATTERN
 from tensortext.bpe.registry import vocabulary_file
 from tensortext.bpe.vocab import bytes_to_unicode
 
-LLAMA3_SPECIALS = {"<|begin_of_text|>": 128000, "<|end_of_text|>": 128001}
 MIXED_ATOMS = [
     *"aZé 'sLLve\t\n\r0123456789!?/.,日本語नमस्ते\u0301\u00a0",
     "👨\u200d👩\u200d👧",
@@ -49,14 +47,13 @@ def llama3_file() -> Path:
 
 @lru_cache(maxsize=1)
 def llama3() -> tuple[Encoding, tiktoken.Encoding]:
+    """Ours and tiktoken's, each built as Meta's ``Tokenizer`` builds its own: Meta's pattern
+    string and special tokens (the oracle's copy of them), the same ``tokenizer.model``."""
     path = llama3_file()
     ours = Encoding.from_tiktoken_file(
-        path, pat_str=LLAMA3_PATTERN, special_tokens=LLAMA3_SPECIALS, name="llama3"
+        path, pat_str=LLAMA3_PAT_STR, special_tokens=LLAMA3_SPECIAL_TOKENS, name="llama3"
     )
-    ranks = load_tiktoken_bpe(str(path))
-    return ours, tiktoken.Encoding(
-        "llama3", pat_str=LLAMA3_PATTERN, mergeable_ranks=ranks, special_tokens=LLAMA3_SPECIALS
-    )
+    return ours, llama3_reference(path)
 
 
 def assert_rows_equal(
@@ -126,7 +123,8 @@ def hf_cl100k(tmp_dir: str) -> tuple[Encoding, object]:
 
     plain = Path(tmp_dir) / "cl100k_base.tiktoken"
     plain.write_bytes(gzip.decompress(vocabulary_file("cl100k_base").read_bytes()))
-    tokenizer = TikTokenConverter(vocab_file=str(plain), pattern=CL100K_PATTERN).converted()
+    pattern = tiktoken_reference("cl100k_base")._pat_str
+    tokenizer = TikTokenConverter(vocab_file=str(plain), pattern=pattern).converted()
     path = Path(tmp_dir) / "tokenizer.json"
     tokenizer.save(str(path))
     return Encoding.from_hf_json(path), tokenizer
@@ -162,8 +160,6 @@ def test_hf_tokenizer_json_random_text(hf_pair: tuple[Encoding, object], texts: 
 
 @lru_cache(maxsize=1)
 def tiktoken_cl100k() -> tiktoken.Encoding:
-    from oracles.bpe import tiktoken_reference
-
     return tiktoken_reference("cl100k_base")
 
 

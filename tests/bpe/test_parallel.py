@@ -5,11 +5,12 @@ which these tests put on the encodings; the C encoder's threads are in ``test_na
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
-import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from bpe_strategies import TIKTOKEN_CHAR, rich_texts
@@ -136,6 +137,16 @@ def test_a_dead_worker_costs_a_warning_not_the_result(enc: Encoding) -> None:
     assert len(worker_pids(enc)) == 2
 
 
+def test_a_forked_child_encodes_in_its_own_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its parent's workers are not its own, and its own would outlive an ``os._exit``
+    (the end to end cases: ``test_fork.py``)."""
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_CHARS", 1)
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 2)
+    assert parallel.worker_count(8, TEXTS) == 2
+    monkeypatch.setattr(parallel, "_FORKED", True)
+    assert parallel.worker_count(8, TEXTS) == 1
+
+
 def test_workers_ignore_ctrl_c(enc: Encoding) -> None:
     """Ctrl-C reaches every process of the terminal's group: the caller handles it (the CLI
     exits 130); the workers neither die nor print a traceback."""
@@ -144,9 +155,22 @@ def test_workers_ignore_ctrl_c(enc: Encoding) -> None:
     pids = worker_pids(enc)
     for pid in pids:
         os.kill(pid, signal.SIGINT)
-    time.sleep(0.2)
+    # A signal is delivered before its process runs any more of its own code: a task that
+    # each worker finishes after the kill shows it survived. The barrier makes every worker
+    # take one (each waits there until all have one).
+    with multiprocessing.Manager() as manager:
+        barrier = manager.Barrier(len(pids))
+        executor = enc.__dict__["_pool"].executor
+        answered = list(executor.map(pid_after_barrier, [barrier] * len(pids)))
+    assert sorted(answered) == sorted(pids)
     assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
     assert worker_pids(enc) == pids
+
+
+def pid_after_barrier(barrier: Any) -> int:
+    """Run in a worker: its PID, once every worker has reached ``barrier``."""
+    barrier.wait(timeout=120)  # (a worker missing: BrokenBarrierError, not a hang)
+    return os.getpid()
 
 
 def test_a_pool_serves_fewer_workers_and_grows_for_more(

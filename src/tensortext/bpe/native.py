@@ -37,6 +37,7 @@ except ImportError:  # built without a C compiler: the Python host encoder runs
     _native = None
 
 __all__ = [
+    "MAX_SEGMENT_CHARS",
     "THREADS_MIN_CHARS",
     "encode_segments_flat",
     "native_available",
@@ -58,12 +59,35 @@ _KIND_CODES = {
 THREADS_MIN_CHARS = 1 << 16
 """Characters of ordinary text in one call from which ``encode_batch`` uses several threads
 (below, handing chunks to the threads costs more than it saves)."""
+MAX_SEGMENT_CHARS = (1 << 30) - 2
+"""The longest segment (a text, or a part between allowed special tokens) the C encoder takes:
+it counts bytes in 32 bits, and a character is up to 4 UTF-8 bytes (``csrc/native.c`` refuses
+``2**30 - 1`` characters and more)."""
 _ENV = "TENSORTEXT_NATIVE"
+_ON = ("1", "true", "yes", "on")
+_OFF = ("0", "false", "no", "off")
 
 
 def native_available() -> bool:
-    """Whether the C encoder is built and not switched off (``TENSORTEXT_NATIVE=0``)."""
-    return _native is not None and os.environ.get(_ENV, "1") != "0"
+    """Whether the C encoder is built and not switched off.
+
+    ``TENSORTEXT_NATIVE`` switches it: ``1``/``true``/``yes``/``on`` (or unset, or empty) on,
+    ``0``/``false``/``no``/``off`` off, in any case. It is read here, when an encoding first
+    encodes, not at import.
+
+    Raises:
+        ValueError: for any other value of ``TENSORTEXT_NATIVE``.
+    """
+    raw = os.environ.get(_ENV, "")
+    value = raw.strip().lower()
+    if value not in ("", *_ON, *_OFF):
+        shown = raw if len(raw) <= 20 else raw[:20] + "..."
+        raise ValueError(
+            f"{_ENV}={shown!r} is not understood: set it to one of "
+            f"{'/'.join(_ON)} (the C encoder, the default when unset or empty) or "
+            f"{'/'.join(_OFF)} (the Python encoder), in any case"
+        )
+    return _native is not None and value not in _OFF
 
 
 @cache
@@ -98,12 +122,30 @@ def _executor() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=usable_cores(), thread_name_prefix="tensortext")
 
 
+# A forked child inherits the executor but none of its threads: the executor believes its
+# workers exist, queues the chunks, and nothing ever runs them. The child starts its own.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_executor.cache_clear)
+
+
 def _on_threads(
     method: Callable[[list[str]], Any], texts: list[str], num_threads: int
 ) -> list[Any]:
     """``method`` (a C encoder's) of runs of consecutive ``texts`` with similar numbers of
     characters, one per thread: up to ``num_threads``, at most one per usable core, and one
-    for a call under :data:`THREADS_MIN_CHARS` characters."""
+    for a call under :data:`THREADS_MIN_CHARS` characters.
+
+    Raises:
+        ValueError: for a segment (one of ``texts``) longer than :data:`MAX_SEGMENT_CHARS`,
+            before any work.
+    """
+    longest = max(map(len, texts), default=0)
+    if longest > MAX_SEGMENT_CHARS:
+        raise ValueError(
+            f"a text holds a segment of {longest:,} characters; the C encoder takes at most "
+            f"{MAX_SEGMENT_CHARS:,} (2**30 - 2) between special tokens: split the text into "
+            "several (at newlines, say)"
+        )
     threads = min(num_threads, usable_cores(), len(texts))
     if threads <= 1 or sum(map(len, texts)) < THREADS_MIN_CHARS:
         return [method(texts)]

@@ -9,14 +9,17 @@ own published hash (:mod:`tensortext.bpe.openai_files`).
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
+from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from tensortext.bpe import openai_files
 from tensortext.bpe.core import Encoding
+from tensortext.bpe.host import HostEncoder
 from tensortext.bpe.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
-from tensortext.bpe.vocab import read_tiktoken_file
+from tensortext.bpe.vocab import Vocab, read_tiktoken_file
 
 __all__ = [
     "ENCODINGS",
@@ -94,6 +97,23 @@ ENCODINGS: dict[str, EncodingSpec] = {
 
 _LOADED: dict[str, Encoding] = {}
 _LOCK = threading.Lock()
+
+
+def _new_lock() -> None:
+    """In a forked child: a thread of the parent may have held a lock at the fork, and it does
+    not exist here to release it. The registry's lock, and on Python before 3.12 the one lock
+    per class that ``functools.cached_property`` holds while it computes (building the tables
+    or the host encoder of any encoding)."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    for cls in (Encoding, Vocab, HostEncoder):
+        for attribute in vars(cls).values():
+            if isinstance(attribute, cached_property) and hasattr(attribute, "lock"):
+                attribute.lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock)
 
 
 def list_encoding_names() -> list[str]:

@@ -7,7 +7,7 @@ applies: the same IDs, several times faster, on ``torch.get_num_threads()`` thre
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -22,6 +22,7 @@ from tensortext.bpe.text import (
     DisallowedSpecial,
     allowed_set,
     check_disallowed,
+    check_num_threads,
     check_text,
     check_texts,
     prepare_segments,
@@ -69,7 +70,7 @@ class TensorMethods:
 
     def encode_batch_to_tensor(
         self,
-        texts: Sequence[str],
+        texts: Iterable[str],
         *,
         device: torch.device | str | None = None,
         allowed_special: AllowedSpecial = frozenset(),
@@ -83,7 +84,8 @@ class TensorMethods:
         """Encode a batch at once: split, look up and merge every text together on ``device``.
 
         Args:
-            texts: ``B`` strings.
+            texts: ``B`` strings, in any ordered iterable (a list, a pandas Series, a numpy
+                string array, a generator).
             device: where the work runs and the result lives: ``None`` (the CPU), ``"auto"``
                 (CUDA when available) or a torch device.
             allowed_special, disallowed_special: as in :meth:`encode`.
@@ -104,6 +106,13 @@ class TensorMethods:
         Returns:
             :class:`~tensortext.padded.Padded` ``(ids [B, L], lengths [B])`` int64; row ``b``
             equals ``encode(texts[b])``, whatever else is in the batch.
+
+        Raises:
+            TypeError: for ``texts`` that is a str, a set or a mapping, or holds a non-str.
+            ValueError: for a disallowed special token (as :meth:`encode`), or, where the C
+                host encoder runs, a segment (a text, or a part between allowed special
+                tokens) over :data:`~tensortext.bpe.native.MAX_SEGMENT_CHARS` (2**30 - 2)
+                characters.
         """
         check_int("pad_id", pad_id)
         tokens, lengths = self._encode_flat(
@@ -115,7 +124,7 @@ class TensorMethods:
 
     def encode_batch_to_flat(
         self,
-        texts: Sequence[str],
+        texts: Iterable[str],
         *,
         device: torch.device | str | None = None,
         allowed_special: AllowedSpecial = frozenset(),
@@ -145,7 +154,7 @@ class TensorMethods:
 
     def _encode_flat(
         self,
-        texts: Sequence[str],
+        texts: Iterable[str],
         device: torch.device | str | None,
         allowed_special: AllowedSpecial,
         disallowed_special: DisallowedSpecial,
@@ -156,11 +165,10 @@ class TensorMethods:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Checks every argument, then ``(tokens [T], lengths [B])`` from the tensor engine, or
         from the C host encoder for a CPU with ``merge_backend="auto"``."""
-        texts = check_texts(texts, "texts")
         check_choice("pretokenize", pretokenize, ("regex", "bytes"))
         check_choice("merge_backend", merge_backend, ("auto", "torch", "triton"))
         if num_threads is not None:
-            check_int("num_threads", num_threads, minimum=1)
+            num_threads = check_num_threads(num_threads)
         if not isinstance(add_special_tokens, bool):
             raise TypeError(f"add_special_tokens must be a bool, got {add_special_tokens!r}")
         target = resolve_device(device)
@@ -169,6 +177,7 @@ class TensorMethods:
                 f"merge_backend='triton' needs the triton package and a CUDA device (or "
                 f"TRITON_INTERPRET=1); got device {target}. Use merge_backend='auto'"
             )
+        texts = check_texts(texts, "texts")  # last: it consumes a generator
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
         kind: PatternKind = "bytes" if pretokenize == "bytes" else self._vocab.kind

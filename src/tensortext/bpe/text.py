@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
 import torch
+
+from tensortext._checks import check_int
 
 if TYPE_CHECKING:
     from tensortext.bpe.vocab import TextOptions, Vocab
@@ -27,6 +29,7 @@ __all__ = [
     "allowed_set",
     "as_bytes",
     "check_disallowed",
+    "check_num_threads",
     "check_text",
     "check_texts",
     "prepare_segments",
@@ -40,7 +43,9 @@ __all__ = [
 
 def check_text(text: object) -> str:
     if not isinstance(text, str):
-        raise TypeError(f"text must be str, got {type(text).__name__}")
+        several = isinstance(text, list | tuple)
+        hint = "; for several texts, call the batch method (encode_batch)" if several else ""
+        raise TypeError(f"text must be str, got {type(text).__name__}{hint}")
     return text
 
 
@@ -54,12 +59,33 @@ def as_bytes(value: object, name: str) -> bytes:
 
 
 def check_texts(texts: object, name: str) -> list[str]:
-    if isinstance(texts, str) or not isinstance(texts, Sequence):
-        raise TypeError(f"{name} must be a list of str, got {type(texts).__name__}")
-    for index, text in enumerate(texts):
+    """``texts`` as a list: any iterable of ``str`` in order, as tiktoken takes (a list, a
+    tuple, a pandas Series, a numpy string array, a generator).
+
+    Not a ``str`` or bytes (their items are characters or ints), a set (no order to give the
+    rows back in) or a mapping (its keys: ``batch["text"]`` was meant).
+    """
+    if isinstance(texts, str | bytes | bytearray | memoryview):
+        raise TypeError(
+            f"{name} must be a list (or any iterable) of str, got {type(texts).__name__}; "
+            f"wrap one text in a list: [text]"
+        )
+    if isinstance(texts, AbstractSet | Mapping) or not isinstance(texts, Iterable):
+        raise TypeError(
+            f"{name} must be a list (or another ordered iterable) of str, got "
+            f"{type(texts).__name__}; pass e.g. list(...) of its texts"
+        )
+    items = list(texts)
+    for index, text in enumerate(items):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{index}] is {type(text).__name__}, expected str")
-    return list(texts)
+    return items
+
+
+def check_num_threads(value: object) -> int:
+    """tiktoken's ``num_threads``: an int, at least 1 (``True`` is 1 there too: a bool is an
+    int, and tiktoken hands it to ``ThreadPoolExecutor``)."""
+    return check_int("num_threads", int(value) if isinstance(value, bool) else value, minimum=1)
 
 
 def without_surrogates(texts: list[str]) -> list[str]:

@@ -26,7 +26,6 @@ __all__ = [
     "codepoint_flags",
     "flag_runs",
     "flag_table",
-    "table_label",
 ]
 
 TABLE_PATH = Path(__file__).resolve().parents[1] / "data" / "unicode_classes.bin"
@@ -48,24 +47,25 @@ LETTER, NUMBER, SPACE, UPPER, LOWER, OTHER_LETTER, MARK, PUNCT_SYMBOL = (
 
 
 @lru_cache(maxsize=1)
-def _runs() -> tuple[torch.Tensor, torch.Tensor, str]:
+def _runs() -> tuple[torch.Tensor, torch.Tensor]:
+    """``(first codepoint, flags)`` of each run. The file: ``TTUC``, the run count (uint32), the
+    ``regex`` version that built it (32 bytes, for people), then the runs (int32 pairs)."""
     data = TABLE_PATH.read_bytes()
     if data[:4] != b"TTUC":
         raise ValueError(f"{TABLE_PATH}: not a tensortext Unicode table (bad magic)")
     (count,) = struct.unpack_from("<I", data, 4)
-    label = data[8:40].rstrip(b"\0").decode("ascii")
     body = torch.frombuffer(bytearray(data[40:]), dtype=torch.int32)
     if body.numel() != 2 * count:
         raise ValueError(f"{TABLE_PATH}: expected {count} runs, found {body.numel() // 2}")
     pairs = body.view(count, 2).to(torch.int64)
-    return pairs[:, 0].contiguous(), pairs[:, 1].contiguous(), label
+    return pairs[:, 0].contiguous(), pairs[:, 1].contiguous()
 
 
 @lru_cache(maxsize=8)
 def flag_table(device: torch.device) -> torch.Tensor:
     """The flags of every codepoint, ``[0x110000]`` uint8 on ``device`` (built once per device;
     the C host encoder takes the CPU one's bytes)."""
-    starts, values, _ = _runs()
+    starts, values = _runs()
     widths = torch.diff(starts, append=torch.tensor([0x110000]))
     return torch.repeat_interleave(values.to(torch.uint8), widths).to(device)  # [0x110000]
 
@@ -74,13 +74,8 @@ def flag_table(device: torch.device) -> torch.Tensor:
 def flag_runs() -> tuple[tuple[int, int], ...]:
     """The table as ``(first codepoint, flags)`` runs, in order (each run ends where the next
     starts; the last at ``0x110000``)."""
-    starts, values, _ = _runs()
+    starts, values = _runs()
     return tuple(zip(starts.tolist(), values.tolist(), strict=True))
-
-
-def table_label() -> str:
-    """The ``regex`` version that built the table, hence its Unicode version."""
-    return _runs()[2]
 
 
 def codepoint_flags(codepoints: torch.Tensor) -> torch.Tensor:

@@ -1,43 +1,62 @@
-"""File formats: UTF-8 text and lines, Moses n-best lists, SGNMT n-gram posterior files.
+"""File formats: UTF-8 text and lines, and writes that never leave a half-written output.
 
 Readers raise ``ValueError`` naming the file and line of a malformed entry (``OSError`` when a
 file cannot be read); the CLI turns both into one-line errors. Writers that replace a file go
 through :func:`atomic_write`, so a failed run never leaves a half-written output.
 
 * :func:`read_text`, :func:`read_lines`: a file or standard input, lines split at ``\\n`` only.
-* :func:`read_nbest` / :func:`write_nbest`: Moses n-best lists
-  (``id ||| tokens ||| features ||| score``), read as :class:`~tensortext.lmbr.Evidence`.
-* :func:`read_ngram_posterior_files`: SGNMT/ucam-smt ``w1 ... wn : posterior`` files.
+* :func:`atomic_write`, :func:`output_target`: a regular file replaced through a temporary one; a
+  symbolic link's target replaced; a FIFO, a device or ``/dev/stdout`` written in place.
+
+Nothing model- or metric-specific lives here: LMBR's evidence files (Moses n-best lists, SGNMT
+posterior files) are read by :mod:`tensortext.lmbr.files`. Their old names here
+(``tensortext.formats.read_nbest``, ``write_nbest``, ``read_ngram_posterior_files``) still work,
+loading :mod:`tensortext.lmbr` only when used.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
-import math
+import errno
 import os
 import re
 import secrets
 import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, BinaryIO, Literal, TextIO, overload
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, Literal, NamedTuple, TextIO, overload
 
-import torch
-
-from tensortext._checks import check_int
-from tensortext.lmbr.posteriors import Evidence
-from tensortext.padded import PAD_ID
+if TYPE_CHECKING:  # the names that moved, for type checkers (the import is lazy at run time)
+    from tensortext.lmbr.files import read_nbest as read_nbest
+    from tensortext.lmbr.files import read_ngram_posterior_files as read_ngram_posterior_files
+    from tensortext.lmbr.files import write_nbest as write_nbest
 
 __all__ = [
+    "OutputTarget",
     "atomic_write",
+    "output_target",
     "read_lines",
-    "read_nbest",
-    "read_ngram_posterior_files",
     "read_text",
-    "write_nbest",
 ]
+
+# Names that moved to tensortext.lmbr.files, still reachable here (see __getattr__).
+_MOVED_TO_LMBR = ("read_nbest", "read_ngram_posterior_files", "write_nbest")
+
+
+def __getattr__(name: str) -> Any:
+    """``tensortext.formats.read_nbest`` and the other evidence readers, imported when used:
+    importing this module never loads LMBR (the BLEU command reads text through it)."""
+    if name in _MOVED_TO_LMBR:
+        from tensortext.lmbr import files
+
+        return getattr(files, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MOVED_TO_LMBR))
 
 
 def read_text(
@@ -121,17 +140,33 @@ def atomic_write(
     atomic on POSIX and Windows); on an error the temporary file is removed and ``path`` is left
     as it was. A new file gets the usual permissions (umask), a replaced one keeps its own.
 
+    What ``path`` names decides how it is written (:func:`output_target`):
+
+    * a regular file or a new path: replaced (created) as above. A replaced file is a new inode,
+      so its other hard links keep the old content, as with ``sed -i``.
+    * a symbolic link: its final target is replaced as above (the temporary file beside the
+      target), and the link stays a link; a dangling link's target is created, as the shell's
+      ``>`` does.
+    * a FIFO, a character or block device (``/dev/null``): written in place, never replaced
+      (opening a FIFO waits for a reader). What was written before an error stays written.
+    * ``/dev/stdout``, ``/dev/stderr``, ``/dev/fd/N``, ``/proc/self/fd/N``: written through a
+      duplicate of that descriptor, at its offset, whatever it is open on (a pipe, a socket, a
+      terminal, a file).
+
     Args:
         path: The file to write.
         mode: ``"w"`` (text) or ``"wb"`` (bytes).
         encoding: Text encoding (ignored for ``"wb"``).
 
     Returns:
-        A context manager yielding the open temporary file (text or binary).
+        A context manager yielding the open temporary file (text or binary), or the open
+        special file.
 
     Raises:
         ValueError: another ``mode``.
-        OSError: the directory does not exist or is not writable (when the block starts).
+        OSError: when the block starts: the directory does not exist or is not writable, the
+            path is a directory, a socket or a loop of links, or the descriptor it names is
+            not open.
 
     Example:
         >>> import tempfile
@@ -143,20 +178,106 @@ def atomic_write(
     """
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
-    return _replace_on_success(Path(path), mode, encoding)
+    return _write_on_success(path, mode, encoding)
+
+
+class OutputTarget(NamedTuple):
+    """Where and how :func:`atomic_write` writes a path (see :func:`output_target`)."""
+
+    how: Literal["replace", "in_place", "descriptor"]
+    """``replace``: a regular file or a new path, replaced through a temporary file;
+    ``in_place``: a FIFO or a device, opened for writing; ``descriptor``: an open descriptor."""
+    path: str
+    """The path written: the final target of a symbolic link, else the path itself."""
+    descriptor: int | None
+    """For ``descriptor``: the descriptor number the path names (1 for ``/dev/stdout``)."""
+
+
+# Links followed before a path is a loop (Linux's own limit).
+_MAX_LINKS = 40
+
+# Names of this process's open descriptors; matched before their (magic) links are read, whose
+# text ("pipe:[123]") is no path.
+_DESCRIPTOR_PATH = re.compile(r"/dev/fd/(\d+)|/proc/(?:self|thread-self|\d+)/fd/(\d+)")
+_STANDARD_PATHS = {"/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def output_target(path: str | os.PathLike[str]) -> OutputTarget:
+    """How :func:`atomic_write` writes ``path``: follows its symbolic links, looks at the file.
+
+    Args:
+        path: The output path.
+
+    Returns:
+        :class:`OutputTarget` ``(how, path, descriptor)``.
+
+    Raises:
+        OSError: ``path`` is a directory (``IsADirectoryError``), a socket, or a loop of links;
+            or a folder on the way cannot be searched.
+
+    Example:
+        >>> output_target("/dev/stdout").descriptor
+        1
+    """
+    current = os.fspath(path)
+    for _ in range(_MAX_LINKS):
+        descriptor = _descriptor_named(current)
+        if descriptor is not None:
+            return OutputTarget("descriptor", current, descriptor)
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:  # a new file, or a dangling link's target
+            return OutputTarget("replace", current, None)
+        if stat.S_ISLNK(info.st_mode):
+            current = os.path.join(os.path.dirname(current), os.readlink(current))
+        elif stat.S_ISREG(info.st_mode):
+            return OutputTarget("replace", current, None)
+        elif stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "it is a directory", os.fspath(path))
+        elif stat.S_ISSOCK(info.st_mode):
+            raise OSError(errno.ENXIO, "it is a socket, not a file", os.fspath(path))
+        else:
+            return OutputTarget("in_place", current, None)
+    raise OSError(errno.ELOOP, "too many levels of symbolic links", os.fspath(path))
+
+
+def _descriptor_named(path: str) -> int | None:
+    """The descriptor ``path`` names (``/dev/stdout``, ``/proc/self/fd/3``), or ``None``."""
+    path = os.path.normpath(os.path.abspath(path))
+    if path in _STANDARD_PATHS:
+        return _STANDARD_PATHS[path]
+    match = _DESCRIPTOR_PATH.fullmatch(path)
+    if match is None:
+        return None
+    pid = re.match(r"/proc/(\d+)/", path)
+    if pid is not None and int(pid.group(1)) != os.getpid():
+        return None  # another process's descriptor: a plain path for us
+    return int(match.group(1) or match.group(2))
 
 
 @contextlib.contextmanager
-def _replace_on_success(target: Path, mode: str, encoding: str | None) -> Iterator[IO[Any]]:
+def _write_on_success(
+    path: str | os.PathLike[str], mode: str, encoding: str | None
+) -> Iterator[IO[Any]]:
     """The body of :func:`atomic_write`."""
-    descriptor, temporary = _create_temporary(target)
-    try:
-        if target.exists():
-            os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
-        binary = mode == "wb"
-        with open(descriptor, mode, encoding=None if binary else encoding) as stream:
+    target = output_target(path)
+    text_encoding = None if mode == "wb" else encoding
+    if target.how != "replace":
+        if target.descriptor is not None:
+            descriptor = os.dup(target.descriptor)
+        else:
+            descriptor = os.open(target.path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+        with open(descriptor, mode, encoding=text_encoding) as stream:
             yield stream
-        os.replace(temporary, target)
+        return
+    replaced = Path(target.path)
+    descriptor, temporary = _create_temporary(replaced)
+    try:
+        if replaced.exists():
+            os.chmod(temporary, stat.S_IMODE(replaced.stat().st_mode))
+        with open(descriptor, mode, encoding=text_encoding) as stream:
+            yield stream
+        os.replace(temporary, replaced)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -171,265 +292,3 @@ def _create_temporary(target: Path) -> tuple[int, Path]:
             return os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), temporary
         except FileExistsError:
             continue
-
-
-def write_nbest(
-    stream: TextIO, texts: Sequence[Sequence[str]], scores: Sequence[Sequence[float]]
-) -> None:
-    """Writes Moses n-best lines ``id ||| text |||  ||| score`` (empty features, 6 decimals).
-
-    Args:
-        stream: Where to write.
-        texts: For each sentence ``i`` (0-based), its hypotheses, best first.
-        scores: The score of each hypothesis, same shape as ``texts``.
-
-    Example:
-        >>> import io
-        >>> out = io.StringIO()
-        >>> write_nbest(out, [["a b", "a"]], [[-0.5, -1.25]])
-        >>> print(out.getvalue(), end="")
-        0 ||| a b |||  ||| -0.500000
-        0 ||| a |||  ||| -1.250000
-    """
-    if len(texts) != len(scores):
-        raise ValueError(f"texts has {len(texts)} sentences but scores {len(scores)}")
-    for i, (hyps, hyp_scores) in enumerate(zip(texts, scores, strict=True)):
-        if len(hyps) != len(hyp_scores):
-            raise ValueError(
-                f"sentence {i} has {len(hyps)} hypotheses but {len(hyp_scores)} scores"
-            )
-        for text, score in zip(hyps, hyp_scores, strict=True):
-            stream.write(f"{i} ||| {text} |||  ||| {score:.6f}\n")
-
-
-# A hypothesis as read: (token IDs, score, "file:line").
-_Hypothesis = tuple[list[int], float, str]
-
-# read_nbest pads to at most this many times the tokens it read (empty hypotheses count as one),
-# and always allows _ALWAYS_PADDED token slots (128 MiB of int64).
-_MAX_PADDING = 64
-_ALWAYS_PADDED = 2**24
-
-
-def read_nbest(
-    path: str | os.PathLike[str],
-    *,
-    num_sentences: int | None = None,
-    tokenize: Callable[[str], Sequence[int]] | None = None,
-    max_hypotheses: int | None = None,
-    max_length: int | None = None,
-    device: torch.device | str | None = None,
-) -> Evidence:
-    """Reads a Moses-style n-best file: ``id ||| tokens ||| features ||| score`` per line.
-
-    Fields after the score (alignments) are ignored, and so are blank lines.
-
-    The evidence is dense, ``[B, M, L]`` (what :func:`~tensortext.lmbr.ngram_posteriors`
-    takes), so one outlier would pad every slot to its size: a runaway 100,000-token hypothesis
-    in a 20,000-sentence file asks for gigabytes, and so does a sentence id of ``10**8``. Such a
-    file is refused before anything is allocated: the padded ids may hold at most 64 times the
-    tokens read (an empty hypothesis counts as one), or ``2**24`` slots (128 MiB) whatever was
-    read. The error names the longest hypothesis's line and the largest sentence id's line.
-
-    Args:
-        path: The file; sentence ids are 0-based and lines of a sentence keep their order.
-        num_sentences: ``B``; default ``1 + the largest id``. Sentences without lines get no
-            hypotheses (all scores ``-inf``).
-        tokenize: Maps the text field to token IDs; default: whitespace-separated integers.
-        max_hypotheses: Keep at most this many hypotheses per sentence (the first ones);
-            ``>= 1`` or ``None`` (all).
-        max_length: Cut every hypothesis to its first ``max_length`` tokens; ``>= 1`` or
-            ``None`` (keep whole hypotheses).
-        device: Where the tensors go (CPU by default).
-
-    Returns:
-        :class:`~tensortext.lmbr.Evidence` ``(ids [B, M, L] int64 padded with PAD_ID,
-        lengths [B, M] int64, scores [B, M] float64)``, ``-inf`` scores marking absent slots.
-
-    Raises:
-        TypeError: ``num_sentences``, ``max_hypotheses`` or ``max_length`` not an int.
-        ValueError: ``num_sentences < 0``, ``max_hypotheses < 1`` or ``max_length < 1`` (before
-            reading); a malformed entry or a sentence id ``>= num_sentences`` (naming the file
-            and line); or padding beyond the bound above.
-    """
-    # Checked before reading: a negative slice end would silently drop the last ones.
-    for name, value, minimum in (
-        ("num_sentences", num_sentences, 0),
-        ("max_hypotheses", max_hypotheses, 1),
-        ("max_length", max_length, 1),
-    ):
-        if value is not None:
-            check_int(name, value, minimum=minimum)
-    by_sentence: dict[int, list[_Hypothesis]] = {}
-    for where, line in _numbered_lines(path):
-        sentence, ids, score = _parse_nbest_line(where, line, tokenize)
-        hyps = by_sentence.setdefault(sentence, [])
-        if max_hypotheses is None or len(hyps) < max_hypotheses:
-            hyps.append((ids[:max_length], score, where))
-    largest = max(by_sentence, default=-1)
-    count = largest + 1 if num_sentences is None else num_sentences
-    if largest >= count:
-        where = by_sentence[largest][0][2]
-        raise ValueError(f"{where}: sentence id {largest} >= num_sentences={count}")
-    _check_padding(path, by_sentence, count, given=num_sentences is not None)
-    return _pad_evidence([by_sentence.get(s, []) for s in range(count)], device)
-
-
-def _check_padding(
-    path: str | os.PathLike[str],
-    by_sentence: dict[int, list[_Hypothesis]],
-    count: int,
-    *,
-    given: bool,
-) -> None:
-    """Refuse evidence whose padded ids ``[B, M, L]`` dwarf what was read (see read_nbest).
-
-    The error names the dimensions that stand out (at least twice their mean, or the one that
-    stands out most), with the line responsible and the option that bounds it.
-    """
-    hyps = [hyp for sentence in by_sentence.values() for hyp in sentence]
-    M = max([len(sentence) for sentence in by_sentence.values()] + [1])
-    L = max([len(ids) for ids, _, _ in hyps] + [1])
-    read = sum(max(len(ids), 1) for ids, _, _ in hyps)
-    slots = count * M * L
-    if slots <= max(_ALWAYS_PADDED, _MAX_PADDING * read):
-        return
-    # (how far the dimension exceeds its mean, what to say about it)
-    causes: list[tuple[float, str]] = []
-    if given:
-        why = f"B = num_sentences={count}: pass the number of sentences the file has"
-    else:
-        why = (
-            f"B = 1 + the largest sentence id = {count} ({by_sentence[count - 1][0][2]}): ids "
-            "are 0-based sentence numbers; fix that id"
-        )
-    causes.append((count / max(len(by_sentence), 1), why))
-    if hyps:
-        longest = max(hyps, key=lambda hyp: len(hyp[0]))[2]
-        why = f"the longest hypothesis ({longest}) has L = {L} tokens: pass max_length="
-        causes.append((L * len(hyps) / read, why))
-        fullest = max(by_sentence, key=lambda s: len(by_sentence[s]))
-        why = f"sentence {fullest} has M = {M} hypotheses: pass max_hypotheses="
-        causes.append((M * len(by_sentence) / len(hyps), why))
-    causes.sort(key=lambda cause: -cause[0])
-    named = [why for ratio, why in causes[1:] if ratio >= 2]
-    raise ValueError(
-        f"{path}: padding the n-best lists to [B, M, L] = [{count}, {M}, {L}] would take "
-        f"{slots:,} token slots ({slots * 8 / 2**30:.1f} GiB) for {read:,} tokens read (the "
-        f"limit: {_MAX_PADDING} times the tokens read, or 2**24 slots); "
-        + "; ".join([causes[0][1], *named])
-    )
-
-
-def _numbered_lines(path: str | os.PathLike[str]) -> Iterator[tuple[str, str]]:
-    """``(where, line)`` of each non-blank line, ``where`` being ``file:line``."""
-    for number, line in enumerate(read_lines(path), start=1):
-        if line.strip():
-            yield f"{path}:{number}", line
-
-
-def _parse_nbest_line(
-    where: str, line: str, tokenize: Callable[[str], Sequence[int]] | None
-) -> tuple[int, list[int], float]:
-    """``(sentence id, token IDs, score)`` of one n-best line."""
-    fields = [field.strip() for field in line.rstrip("\n").split("|||")]
-    if len(fields) < 4:
-        raise ValueError(f"{where}: expected 'id ||| tokens ||| features ||| score'")
-    try:
-        sentence = int(fields[0])
-        score = float(fields[3])
-    except ValueError:
-        raise ValueError(
-            f"{where}: the id must be an integer and the score a number, got "
-            f"{fields[0]!r} and {fields[3]!r}"
-        ) from None
-    if sentence < 0 or math.isnan(score) or score == math.inf:
-        raise ValueError(f"{where}: id must be >= 0 and score finite or -inf")
-    try:
-        if tokenize is None:
-            ids = [int(token) for token in fields[1].split()]
-        else:
-            ids = list(tokenize(fields[1]))
-    except ValueError as error:
-        if tokenize is None:
-            detail = "tokens must be integer IDs (pass tokenize= for text)"
-            raise ValueError(f"{where}: {detail}") from None
-        raise ValueError(f"{where}: {error}") from None
-    return sentence, ids, score
-
-
-def _pad_evidence(lists: list[list[_Hypothesis]], device: torch.device | str | None) -> Evidence:
-    """``B`` lists of ``(ids, score, where)`` as padded :class:`~tensortext.lmbr.Evidence`."""
-    count = len(lists)
-    M = max([len(hyps) for hyps in lists] + [1])
-    L = max([len(ids) for hyps in lists for ids, _, _ in hyps] + [1])
-    ids_tensor = torch.full((count, M, L), PAD_ID, dtype=torch.int64)
-    lengths = torch.zeros((count, M), dtype=torch.int64)
-    scores = torch.full((count, M), -math.inf, dtype=torch.float64)
-    for s, hyps in enumerate(lists):
-        for m, (ids, score, _) in enumerate(hyps):
-            ids_tensor[s, m, : len(ids)] = torch.tensor(ids, dtype=torch.int64)
-            lengths[s, m] = len(ids)
-            scores[s, m] = score
-    return Evidence(ids_tensor.to(device), lengths.to(device), scores.to(device))
-
-
-def read_ngram_posterior_files(
-    paths: str | Sequence[str | os.PathLike[str]],
-    *,
-    num_sentences: int | None = None,
-    first_id: int = 1,
-) -> list[dict[tuple[int, ...], float]]:
-    """Reads SGNMT/ucam-smt n-gram posterior files: ``w1 ... wn : posterior`` lines.
-
-    Args:
-        paths: One file per sentence, or a pattern with ``%d`` for the sentence id (SGNMT's
-            convention, with ``num_sentences`` and ``first_id``).
-        num_sentences: With a pattern: how many sentences.
-        first_id: With a pattern: the id of the first sentence (SGNMT counts from 1).
-
-    Returns:
-        For each sentence, ``{ngram: posterior}``; build with
-        :meth:`~tensortext.lmbr.NgramPosteriors.from_ngrams` or
-        :func:`~tensortext.lmbr.lmbr_bias_factory` (with ``bos_id``/``end_id`` if the files
-        contain ``<s>``/``</s>`` IDs).
-
-    Raises:
-        ValueError: a pattern without ``%d`` or ``num_sentences``, or a malformed or repeated
-            line (naming the file and line).
-    """
-    if isinstance(paths, str):
-        if "%d" not in paths or num_sentences is None:
-            raise ValueError("a path pattern needs '%d' and num_sentences=")
-        files = [Path(paths % (first_id + s)) for s in range(num_sentences)]
-    else:
-        files = [Path(p) for p in paths]
-    return [_read_posterior_file(file) for file in files]
-
-
-_POSTERIOR_LINE = re.compile(r"^\s*(-?\d+(?:\s+-?\d+)*)\s*:\s*(\S+)\s*$")
-
-
-def _read_posterior_file(file: Path) -> dict[tuple[int, ...], float]:
-    """``{ngram: posterior}`` of one SGNMT file."""
-    table: dict[tuple[int, ...], float] = {}
-    for where, line in _numbered_lines(file):
-        match = _POSTERIOR_LINE.match(line)
-        value = _float_or_none(match.group(2)) if match else None
-        if match is None or value is None or not math.isfinite(value):
-            raise ValueError(
-                f"{where}: expected 'w1 ... wn : posterior' with integer IDs and a finite "
-                f"number, got {line.rstrip()!r}"
-            )
-        ngram = tuple(int(w) for w in match.group(1).split())
-        if ngram in table:
-            raise ValueError(f"{where}: n-gram {' '.join(map(str, ngram))} repeats")
-        table[ngram] = value
-    return table
-
-
-def _float_or_none(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None

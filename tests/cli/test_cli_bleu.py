@@ -134,3 +134,48 @@ def test_empty_reference_lines_are_empty_references_as_in_sacrebleu(tmp_path):
     assert ours == expected
     ids = score(str(bin_dir / "tensortext"), "bleu", *files, "-b", "-w", "4")  # --tokenize ids
     assert ids == expected
+
+
+@pytest.mark.parametrize("codec", ["rot13", "base64", "zlib_codec"])
+def test_a_codec_that_is_not_a_text_encoding_is_one_line(tmp_path, codec):
+    """``-e rot13`` (a str -> str transform; base64 and zlib are bytes -> bytes) gave a traceback
+    from open(). The real console command refuses it in one line with exit 2, before reading."""
+    import subprocess
+    import sys
+
+    (tmp_path / "ref.txt").write_bytes(b"1 2 3\n")
+    (tmp_path / "hyp.txt").write_bytes(b"1 2 3\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tensortext.cli", "bleu", "ref.txt", "-i", "hyp.txt", "-e", codec],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert f"-e '{codec}' is a" in done.stderr and "not a text encoding" in done.stderr
+    assert (tmp_path / "ref.txt").read_bytes() == b"1 2 3\n"
+    assert (tmp_path / "hyp.txt").read_bytes() == b"1 2 3\n"
+
+
+def test_sentence_lines_equal_the_sacrebleu_command(tmp_path):
+    """The printed lines come from the library's score objects; every segment's verbose part
+    (precisions, BP, ratio, lengths) equals the sacrebleu command's, including an empty
+    hypothesis against an empty reference (BP 1, as sacrebleu; this CLI printed 0 before)."""
+    import subprocess
+    import sys
+
+    bin_dir = Path(sys.executable).parent
+    (tmp_path / "hyp.txt").write_text("1 2 3 4\n\n5 6\n7 7 7 7 8\n", encoding="utf-8")
+    (tmp_path / "ref.txt").write_text("1 2 3 5 4\n\n5 6 7 8\n7 7 8\n", encoding="utf-8")
+    for smooth in ("exp", "floor", "add-k", "none"):
+        argv = ["ref.txt", "-i", "hyp.txt", "-sl", "-w", "4", "-s", smooth]
+        theirs = subprocess.run(
+            [str(bin_dir / "sacrebleu"), *argv, "-tok", "none"],
+            cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120,
+        ).stdout.splitlines()  # fmt: skip
+        ours = subprocess.run(
+            [sys.executable, "-m", "tensortext.cli", "bleu", *argv, "--device", "cpu"],
+            cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120,
+        ).stdout.splitlines()  # fmt: skip
+        assert len(ours) == len(theirs) == 4
+        for mine, reference in zip(ours, theirs, strict=True):
+            assert mine.split(" = ", 1)[1] == reference.split(" = ", 1)[1], (smooth, mine)

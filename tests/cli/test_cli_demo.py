@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+from tensortext.demo import DEMO_BLEU_TOLERANCE
+
 
 def test_demo_runs_as_a_console_command():
     result = subprocess.run(
@@ -23,9 +25,10 @@ def test_demo_runs_as_a_console_command():
     # Beam search and LMBR on the bundled test set, with the recorded scores.
     rows = (re.match(r"\s+(.+?)\s+BLEU\s+([\d.]+)", line) for line in result.stdout.splitlines())
     bleu = {row[1]: float(row[2]) for row in rows if row}
-    assert bleu["K=4"] == 93.63
+    # The recorded scores, within the tolerance the model tests allow under another BLAS.
+    assert abs(bleu["K=4"] - 93.63) <= DEMO_BLEU_TOLERANCE, bleu
+    assert abs(bleu["bundled model + LMBR"] - 94.44) <= DEMO_BLEU_TOLERANCE, bleu
     assert bleu["weaker system alone"] < bleu["bundled model"] < bleu["bundled model + LMBR"]
-    assert bleu["bundled model + LMBR"] == 94.44
 
 
 def test_python_dash_m_without_arguments_is_a_usage_error():

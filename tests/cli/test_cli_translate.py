@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -18,7 +19,6 @@ from transformers import (
 )
 
 from tensortext.cli import main
-from tensortext.decode.hf import beam_search_hf
 
 WORDS = [f"w{i}" for i in range(40)]
 
@@ -83,10 +83,11 @@ def run_cli(*argv: str) -> str:
 SOURCES = ["w1 w2 w3", "w4", "w5 w6 w7 w8 w9", "w10 w11", "w12 w13 w14 w15"]
 
 
-def _assert_cli_equals_beam_search_hf(
+def _assert_cli_equals_generate(
     model_dir: Path, tmp_path: Path, auto_class: str, max_new_tokens: int, batch_sentences: int
 ) -> None:
-    """``translate --nbest 2 -k 3`` over SOURCES equals beam_search_hf on each sentence alone."""
+    """``translate --nbest 2 -k 3`` over SOURCES, in batches, equals transformers'
+    ``model.generate`` on each sentence alone: texts, and scores (``sequences_scores``)."""
     src = tmp_path / "src.txt"
     src.write_text("\n".join(SOURCES) + "\n", encoding="utf-8")
     text = run_cli(
@@ -103,23 +104,28 @@ def _assert_cli_equals_beam_search_hf(
     tokenizer = transformers.AutoTokenizer.from_pretrained(model_dir)
     for i, source in enumerate(SOURCES):
         encoded = tokenizer([source], return_tensors="pt")
-        out = beam_search_hf(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
-                             max_new_tokens=max_new_tokens, num_return_sequences=2)  # fmt: skip
+        out = model.generate(**encoded, num_beams=3, num_return_sequences=2, do_sample=False,
+                             max_new_tokens=max_new_tokens, output_scores=True,
+                             return_dict_in_generate=True)  # fmt: skip
+        # A decoder-only model's sequences start with the prompt; a seq2seq one's with the
+        # decoder start token, which skip_special_tokens drops.
+        prompt = 0 if model.config.is_encoder_decoder else encoded["input_ids"].shape[1]
         for r in range(2):
-            ids = out.sequences[0, r, : out.lengths[0, r]]
+            ids = out.sequences[r, prompt:]
             expected_text = tokenizer.decode(ids, skip_special_tokens=True).strip()
             number, got_text, features, score = (f.strip() for f in lines[2 * i + r].split("|||"))
             assert (int(number), got_text, features) == (i, expected_text, "")
-            assert float(score) == pytest.approx(float(out.scores[0, r]), abs=1e-5)
+            # float32 scores of different batch shapes: a few ulps of a sum of 8 log-probs.
+            assert float(score) == pytest.approx(float(out.sequences_scores[r]), abs=1e-5)
 
 
 def test_hf_directory_matches_generate(hf_dir: Path, tmp_path: Path):
-    _assert_cli_equals_beam_search_hf(hf_dir, tmp_path, "AutoModelForSeq2SeqLM", 8, 2)
+    _assert_cli_equals_generate(hf_dir, tmp_path, "AutoModelForSeq2SeqLM", 8, 2)
 
 
 def test_decoder_only_directory_matches_generate(causal_dir: Path, tmp_path: Path):
     """Prompts are left-padded per batch; each continues as it does alone."""
-    _assert_cli_equals_beam_search_hf(causal_dir, tmp_path, "AutoModelForCausalLM", 6, 3)
+    _assert_cli_equals_generate(causal_dir, tmp_path, "AutoModelForCausalLM", 6, 3)
 
 
 def test_sorted_and_unsorted_batches_agree(hf_dir: Path, tmp_path: Path):
@@ -186,8 +192,7 @@ LMBR_SOURCES = ["2 3 3 . 9 7", "7", "1 9 : 3 0", "4 5 %"]
 def _bundled_lmbr_reference(nbest: Path, weight: float, eos: bool) -> list[str]:
     """What the Python API gives for the CLI's LMBR settings (defaults p, r, alpha, order)."""
     from tensortext.decode import translate
-    from tensortext.formats import read_nbest
-    from tensortext.lmbr import LMBRBias, lmbr_theta, ngram_posteriors
+    from tensortext.lmbr import LMBRBias, lmbr_theta, ngram_posteriors, read_nbest
     from tensortext.models.bundled import load_bundled_translator
 
     model = load_bundled_translator("cpu")
@@ -284,7 +289,9 @@ def test_lmbr_cli_errors(extra: list[str], message: str, tmp_path: Path, capsys)
 
 
 def test_hf_directory_with_lmbr_matches_generate(hf_dir: Path, tmp_path: Path):
-    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+    """LMBR through the CLI equals ``model.generate`` with the same bias as a logits processor
+    (HF's beam search applies processors to the log-probs, after its own, as we add the bias)."""
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, LogitsProcessorList
 
     from tensortext.lmbr import LMBRBias, lmbr_theta, ngram_posteriors
 
@@ -306,9 +313,40 @@ def test_hf_directory_with_lmbr_matches_generate(hf_dir: Path, tmp_path: Path):
                                       torch.tensor([[-0.5 if hyp else -math.inf]]))  # fmt: skip
         bias = LMBRBias(posteriors, lmbr_theta(0.741, 0.62), vocab_size=43, eos_id=0, weight=30)
         encoded = tokenizer([source], return_tensors="pt")
-        out = beam_search_hf(model, encoded["input_ids"], encoded["attention_mask"], num_beams=3,
-                       max_new_tokens=8, score_bias=bias)  # fmt: skip
-        ids_out = out.sequences[0, 0, : out.lengths[0, 0]]
-        expected.append(tokenizer.decode(ids_out, skip_special_tokens=True).strip())
+        processor = LogitsProcessorList([_BiasProcessor(bias)])
+        out = model.generate(**encoded, num_beams=3, max_new_tokens=8, do_sample=False,
+                             logits_processor=processor)  # fmt: skip
+        expected.append(tokenizer.decode(out[0], skip_special_tokens=True).strip())
     assert lines == expected
     assert lines != run_cli(*common).splitlines()
+
+
+class _BiasProcessor:
+    """A score bias as a ``transformers`` logits processor: ``scores + bias(input_ids)``."""
+
+    def __init__(self, bias: Any) -> None:
+        self.bias = bias
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return scores + self.bias(input_ids)
+
+
+@pytest.mark.parametrize("order", ["100000000000", "2000000", "0"])
+def test_lmbr_order_is_bounded_before_any_work(tmp_path: Path, order: str):
+    """``--lmbr-order 1e11`` was a MemoryError traceback, 2e6 a 10 MB "one-line" error. The real
+    console command refuses it in one line, exit 2, before reading a file; -o is untouched."""
+    import subprocess
+    import sys
+
+    (tmp_path / "src.txt").write_text("7\n", encoding="utf-8")
+    (tmp_path / "ev.nbest").write_text("0 ||| seven ||| ||| 0\n", encoding="utf-8")
+    (tmp_path / "out.txt").write_bytes(b"the user's old output\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tensortext.cli", "translate", "-i", "src.txt", "-o", "out.txt",
+         "--lmbr-nbest", "ev.nbest", "--lmbr-order", order, "--device", "cpu", "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert f"--lmbr-order must be between 1 and 1000, got {order}" in done.stderr
+    assert (tmp_path / "out.txt").read_bytes() == b"the user's old output\n"

@@ -7,13 +7,14 @@ files are compared byte for byte before and after.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ import torch
 TIMEOUT = 180
 COMMAND = (sys.executable, "-m", "tensortext.cli")
 HAS_CUDA = torch.cuda.is_available()
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def cli(folder: Path, *args: str, stdin: str | bytes = b"") -> subprocess.CompletedProcess[str]:
@@ -108,13 +109,28 @@ def test_translate_checks_its_output_before_decoding(
     assert snapshot(folder) == before
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs POSIX permissions")
+@contextlib.contextmanager
+def unwritable(path: Path) -> Iterator[None]:
+    """``path`` made unwritable for this user: mode 0444, or for root (CI), which writes through
+    any mode, the immutable attribute (``chattr +i``: not even root may change the file)."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        yield
+        return
+    subprocess.run(["chattr", "+i", str(path)], check=True, capture_output=True, timeout=TIMEOUT)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True, timeout=TIMEOUT)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs POSIX permissions")
 def test_a_read_only_output_is_refused(folder: Path) -> None:
-    (folder / "old.txt").chmod(0o444)
-    before = snapshot(folder)
-    args = ("tokenize", "-e", "cl100k_base", "-i", "src.txt", "-o", "old.txt")
-    assert_user_error(cli(folder, *args), "cannot write old.txt: permission denied")
-    assert snapshot(folder) == before
+    with unwritable(folder / "old.txt"):
+        before = snapshot(folder)
+        args = ("tokenize", "-e", "cl100k_base", "-i", "src.txt", "-o", "old.txt")
+        assert_user_error(cli(folder, *args), "cannot write old.txt: permission denied")
+        assert snapshot(folder) == before
 
 
 @pytest.mark.parametrize("value", ["-1", "0", str(2**21)])
@@ -413,3 +429,32 @@ def test_ctrl_c_in_translate_keeps_the_old_output(folder: Path) -> None:
     assert status == 130 and "Traceback" not in stderr
     assert stderr.rstrip("\n").split("\n")[-1] == "tensortext: interrupted"
     assert snapshot(folder) == before
+
+
+# --------------------------------------------------------------------------------------------
+# IDs too long for int(), and an environment switch the package does not understand
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("digits", [20, 5000])
+def test_an_id_of_many_digits_is_one_line(folder: Path, digits: int) -> None:
+    """Over 4,300 digits, ``int()`` itself raises (Python's limit): the ID is refused before."""
+    (folder / "hyp.txt").write_text(f"1 {'9' * digits}\n4 5\n", encoding="utf-8")
+    before = snapshot(folder)
+    result = cli(folder, "bleu", "ref.txt", "-i", "hyp.txt", "--device", "cpu")
+    assert_user_error(result, "hyp.txt, line 1: token ID 9999")
+    assert "does not fit in int64" in result.stderr and len(result.stderr) < 200
+    assert snapshot(folder) == before
+
+
+def test_a_native_switch_not_understood_is_one_line(folder: Path) -> None:
+    result = subprocess.run(
+        [*COMMAND, "tokenize", "-e", "cl100k_base", "-i", "f.txt"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**ENV, "TENSORTEXT_NATIVE": "bogus"},
+    )
+    assert_user_error(result, "TENSORTEXT_NATIVE='bogus' is not understood")
+    assert result.stdout == ""

@@ -4,21 +4,24 @@ Each subcommand module has ``add_arguments(parser)`` and ``run(args, stdout, std
 module sees argparse; user errors are :class:`~tensortext.cli.common.CliError`.
 
 Exit statuses: 0 done; 2 a user error (one line on stderr: a bad flag, file or input); 1 the
-system refused (disk full, ...); 130 interrupted (Ctrl-C); 141 standard output closed early
-(``tensortext tokenize | head``), quietly, as ``cat`` does. Never a traceback for any of these.
+system refused (disk full, ...); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM, as
+``kill`` sends; handled as Ctrl-C is: temporary files removed, earlier outputs kept); 141 standard
+output closed early (``tensortext tokenize | head``), quietly, as ``cat`` does. Never a traceback
+for any of these, including a Ctrl-C while the subcommand's modules (torch) are imported: this
+module imports nothing heavy itself.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from typing import NoReturn, TextIO
-
-from tensortext import __version__
-from tensortext.cli.common import CliError
 
 __all__ = ["build_parser", "main"]
 
@@ -38,7 +41,13 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so that the same clean-up runs."""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from tensortext import __version__
+
     parser = _Parser(
         prog="tensortext",
         description="A text pipeline on PyTorch tensors: exact batched BPE, batched beam search "
@@ -64,20 +73,52 @@ def main(
 ) -> int:
     """Runs one subcommand and returns 0, or raises ``SystemExit`` with the status of a failure
     (see the module's docstring)."""
+    try:
+        with _sigterm_as_interrupt():
+            return _run(argv, stdout, stdin)
+    except Terminated:
+        _fail(143, "tensortext: terminated")
+    except KeyboardInterrupt:  # also while the modules below are imported
+        _fail(130, "tensortext: interrupted")
+
+
+def _run(argv: Sequence[str] | None, stdout: TextIO | None, stdin: TextIO | None) -> int:
+    from tensortext.bpe.native import native_available
+    from tensortext.cli.common import CliError
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        native_available()  # a TENSORTEXT_NATIVE it does not understand: before any work
+    except ValueError as error:
+        _fail(2, f"tensortext: error: {error}")
     try:
         args.handler(args, stdout or sys.stdout, stdin)
     except CliError as error:
         _fail(2, f"tensortext: error: {error}")
-    except KeyboardInterrupt:
-        _fail(130, "tensortext: interrupted")
     except BrokenPipeError:
         _silence_stdout()
         raise SystemExit(141) from None
     except OSError as error:  # not the user's input: the disk, the terminal, ...
         _fail(1, f"tensortext: error: {error}")
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the block runs (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(number: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(status: int, line: str) -> NoReturn:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
-import math
 import os
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -15,17 +14,20 @@ import torch
 from torch import Tensor
 
 from tensortext import __version__
-from tensortext.bleu import NLTK_METHODS, SACREBLEU_METHODS, BleuConfig, bleu_from_stats, bleu_stats
+from tensortext._checks import MAX_NGRAM_ORDER
+from tensortext.bleu import NLTK_METHODS, SACREBLEU_METHODS, BleuConfig, bleu_stats
+from tensortext.bleu.result import BLEUScore, bleu_scores
 from tensortext.bpe.registry import list_encoding_names
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
     check_int_flag,
     device_from,
+    load_encoding,
+    parse_id_lines,
     read_lines,
     user_errors,
 )
-from tensortext.cli.tokenize import load_encoding, parse_id_lines
 from tensortext.padded import pad_ragged, pad_ragged_refs
 
 __all__ = [
@@ -43,8 +45,6 @@ __all__ = [
 MAX_WIDTH = 20
 """The most decimals ``-w`` prints (a float64 holds 17 significant digits)."""
 
-MAX_NGRAM_ORDER = 1000
-"""The highest ``--max-ngram-order``: statistics hold ``2 + 2 * order`` numbers per segment."""
 
 _SACREBLEU_TOKENIZERS = (
     "zh",
@@ -215,59 +215,18 @@ def format_signature(fields: dict[str, str], short: bool = False) -> str:
 _SHORT_NAMES = {"nrefs": "#", "case": "c", "eff": "e", "smooth": "s", "version": "v"}
 
 
-def describe(score: float, stats: list[int], config: BleuConfig, width: int) -> dict[str, Any]:
-    """sacrebleu-style verbose fields from one statistics row (which may hold extra orders):
-    precisions as sacrebleu shows them (smoothed, one decimal) under ``compat="sacrebleu"``,
-    plain ones under NLTK's."""
-    order = config.max_ngram_order
-    hyp_len, ref_len = stats[0], stats[1]
-    stats_orders = (len(stats) - 2) // 2
-    correct = stats[2 : 2 + order]
-    total = stats[2 + stats_orders : 2 + stats_orders + order]
-    if config.compat == "sacrebleu":
-        precisions = _sacrebleu_precisions(correct, total, config.method, config.smoothing)
-    else:
-        precisions = [100.0 * c / t if t else 0.0 for c, t in zip(correct, total, strict=True)]
-    ratio = hyp_len / ref_len if ref_len else 0.0
-    brevity = 1.0 if hyp_len > ref_len else (math.exp(1 - ref_len / hyp_len) if hyp_len else 0.0)
-    verbose = (
-        "/".join(f"{p:.1f}" for p in precisions)
-        + f" (BP = {brevity:.3f} ratio = {ratio:.3f} hyp_len = {hyp_len} ref_len = {ref_len})"
-    )
+def describe(result: BLEUScore, width: int) -> dict[str, Any]:
+    """sacrebleu's JSON fields of a score: the score and precisions to ``width`` decimals, the
+    brevity penalty and length ratio to 3, as sacrebleu rounds them."""
     return {
-        "score": round(100.0 * score, width),
-        "verbose_score": verbose,
-        "precisions": [round(p, width) for p in precisions],
-        "bp": round(brevity, 3),
-        "ratio": round(ratio, 3),
-        "hyp_len": hyp_len,
-        "ref_len": ref_len,
+        "score": round(result.score, width),
+        "verbose_score": result.verbose,
+        "precisions": [round(p, width) for p in result.precisions],
+        "bp": round(result.bp, 3),
+        "ratio": round(result.ratio, 3),
+        "hyp_len": result.sys_len,
+        "ref_len": result.ref_len,
     }
-
-
-def _sacrebleu_precisions(
-    correct: list[int], total: list[int], method: str, value: float
-) -> list[float]:
-    """The precisions (0-100) sacrebleu reports: smoothed as its score uses them, 0 from the
-    first order without n-grams on, and all 0 when nothing matches."""
-    precisions = [0.0] * len(correct)
-    if not any(correct):
-        return precisions
-    exp_denominator = 1.0
-    for n, (matches, ngrams) in enumerate(zip(correct, total, strict=True)):
-        hits, count = float(matches), float(ngrams)
-        if method == "add-k" and n > 0:
-            hits, count = hits + value, count + value
-        if count == 0:
-            break
-        if hits:
-            precisions[n] = 100.0 * hits / count
-        elif method == "exp":
-            exp_denominator *= 2
-            precisions[n] = 100.0 / (exp_denominator * count)
-        elif method == "floor":
-            precisions[n] = 100.0 * value / count
-    return precisions
 
 
 def _check_flags(args: argparse.Namespace) -> None:
@@ -275,13 +234,19 @@ def _check_flags(args: argparse.Namespace) -> None:
     check_int_flag("-w", args.width, 0, MAX_WIDTH)
     check_int_flag("--max-ngram-order", args.max_ngram_order, 1, MAX_NGRAM_ORDER)
     try:
-        codecs.lookup(args.encoding)
+        codec = codecs.lookup(args.encoding)
     except LookupError:
         hint = "; BPE tokenization is -tok " + args.encoding if _is_bpe(args.encoding) else ""
         raise CliError(
             f"-e {args.encoding!r} is no text encoding; -e is the files' text encoding, as in "
             f"sacrebleu (default utf-8){hint}"
         ) from None
+    # rot13, base64, zlib, hex...: codecs that are not bytes <-> str, which open() refuses.
+    if not getattr(codec, "_is_text_encoding", True):
+        raise CliError(
+            f"-e {args.encoding!r} is a {codec.name} transform, not a text encoding; -e is the "
+            "files' text encoding, as in sacrebleu: pass e.g. -e utf-8"
+        )
     if args.tokenize in _SACREBLEU_TOKENIZERS:
         raise CliError(
             f"-tok {args.tokenize} is a sacrebleu text tokenizer; tensortext scores token IDs: "
@@ -337,16 +302,13 @@ def _read_segments(
     return encode(hyp_lines), [encode(lines) for lines in ref_lines]
 
 
-def _scores(
-    stats: Tensor, config: BleuConfig, sentence_level: bool
-) -> tuple[list[float], list[list[int]]]:
-    """Scores and the statistics rows they come from: one per segment, or the corpus."""
+def _results(stats: Tensor, config: BleuConfig, sentence_level: bool) -> list[BLEUScore]:
+    """The library's score objects: one per segment, or one for the corpus."""
     if sentence_level:
-        rows: list[list[int]] = stats.tolist()
-        return bleu_from_stats(stats, config=config).tolist(), rows
+        return bleu_scores(stats, config)
     total = stats.sum(0)
     last = stats[-1] if len(stats) else torch.zeros_like(total)
-    return [float(bleu_from_stats(total, last_stats=last, config=config))], [total.tolist()]
+    return bleu_scores(total, config, last_stats=last)
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
@@ -359,12 +321,12 @@ def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -
         stats = bleu_stats(
             pad_ragged(hyps, device=device), pad_ragged_refs(ref_sets, device=device), config=config
         )
-        scores, rows = _scores(stats, config, args.sentence_level)
+        results = _results(stats, config, args.sentence_level)
     fields = signature(args, config, len(args.refs))
     sig = format_signature(fields, args.short)
-    for score, row in zip(scores, rows, strict=True):
-        described = describe(score, row, config, args.width)
+    for result in results:
         if args.format == "json":  # sacrebleu's keys (long signature, as sacrebleu), then ours
+            described = describe(result, args.width)
             record = {
                 "name": "BLEU",
                 "score": described.pop("score"),
@@ -375,8 +337,5 @@ def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -
             }
             indent = None if args.sentence_level else 1
             stdout.write(json.dumps(record, indent=indent, ensure_ascii=False) + "\n")
-        elif args.score_only:
-            stdout.write(f"{described['score']:.{args.width}f}\n")
         else:
-            score_text = f"{described['score']:.{args.width}f}"
-            stdout.write(f"BLEU|{sig} = {score_text} {described['verbose_score']}\n")
+            stdout.write(result.format(args.width, args.score_only, sig) + "\n")

@@ -2,40 +2,37 @@
 token shards in nanoGPT's ``.npy`` or llm.c's ``.bin`` layout, and their index.
 
 Memory stays bounded whatever the input size: documents are read one at a time and encoded in
-batches of about ``--batch-bytes``; a shard's tokens fill one buffer (grown by doubling up to
-``--shard-tokens``), and each full shard is written to a temporary file, all of them renamed
-when the run succeeds. A document's tokens run over into the next shard when one fills, as in
-nanoGPT's ``fineweb.py``.
+batches of about ``--batch-bytes``; :mod:`tensortext.cli.shards` fills the shards (a document's
+tokens run over into the next shard when one fills, as in nanoGPT's ``fineweb.py``) and puts a
+run's set in place of the last one as one step.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
+import functools
 import glob
 import io
 import json
 import os
-import secrets
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from tensortext import formats
+from tensortext.cli import long_documents
 from tensortext.cli.common import CliError
 
 __all__ = [
-    "BIN_MAGIC",
+    "DEFAULT_DOCUMENT_BYTES",
     "MAX_BATCH_BYTES",
+    "MAX_DOCUMENT_BYTES",
     "MAX_SHARD_TOKENS",
     "Document",
     "Progress",
-    "ShardWriter",
     "add_arguments",
     "batches",
     "check_inputs",
@@ -43,22 +40,23 @@ __all__ = [
     "read_documents",
     "stderr_is_terminal",
     "vocab_sha256",
-    "write_shard",
 ]
 
 MAX_BATCH_BYTES = 1 << 30
 """The largest ``--batch-bytes`` (a batch is held in memory with its tokens)."""
 MAX_SHARD_TOKENS = (1 << 31) - 1
 """The largest ``--shard-tokens``: llm.c's header holds the count as an int32."""
-BIN_MAGIC = 20240520
-"""llm.c's data file magic: a 256 x int32 header (magic, version, token count), then tokens."""
-BIN_VERSIONS = {"uint16": 1, "uint32": 2}
+DEFAULT_DOCUMENT_BYTES = 1 << 24
+"""The default ``--max-document-bytes``: a document is held whole while it is encoded."""
+MAX_DOCUMENT_BYTES = 1 << 30
+"""The largest ``--max-document-bytes``."""
 
 
 @dataclass(frozen=True)
 class Document:
     text: str
     source_bytes: int  # bytes of input it came from (for the progress bar)
+    ends: bool = True  # False: a part of a long document, which goes on in the next one
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +105,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "processes, from 1 MB, where the C encoder is not built; encode_batch's num_threads; at "
         "most one per usable core; default: 8)",
     )
+    parser.add_argument(
+        "--max-document-bytes",
+        type=int,
+        default=DEFAULT_DOCUMENT_BYTES,
+        help=f"the longest JSON line or Parquet value, 1 to {MAX_DOCUMENT_BYTES}; longer ones are "
+        "refused (default: 16 MiB; each is held whole, about 15 bytes of memory per byte). Text "
+        "lines and --whole-file files are encoded in parts where the encoding's split allows it "
+        "(gpt2 ... o200k); this many bytes with no place to cut are refused",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar or summary")
 
 
@@ -143,45 +150,134 @@ def check_inputs(inputs: list[str]) -> None:
 
 
 def read_documents(
-    inputs: list[str], *, whole_file: bool, field: str, stdin: Any
+    inputs: list[str],
+    *,
+    whole_file: bool,
+    field: str,
+    stdin: Any,
+    max_document_bytes: int = DEFAULT_DOCUMENT_BYTES,
+    cut_long: bool = False,
+    batch_bytes: int = MAX_BATCH_BYTES,
 ) -> Iterator[Document]:
     """The documents of each input in turn (``-``: standard input).
 
     A ``.jsonl`` input gives one document per non-blank line, the string at key ``field``; a
     ``.parquet`` input one per row of column ``field`` (pyarrow, the ``[parquet]`` extra); any
     other input gives one per line (ending at ``\\n`` only, as every reader of the package), or
-    the whole file with ``whole_file``. Invalid UTF-8, a line that is no JSON object, or a
-    missing or non-string field raises :class:`CliError` naming the file and line (or row).
+    the whole file with ``whole_file``. No more than ``max_document_bytes + 1`` bytes of a line
+    or file are read before a longer one is refused, so memory stays bounded whatever the input;
+    with ``cut_long`` (for an encoding where :mod:`~tensortext.cli.long_documents` proves it
+    exact) a long text line or file comes in parts instead, and only ``max_document_bytes``
+    with no place to cut them are refused. Parquet values become strings about
+    ``batch_bytes`` at a time, each checked against ``max_document_bytes`` first.
+
+    Raises:
+        CliError: naming the file and line (or row): invalid UTF-8, a line that is no JSON
+            object (or nests too deeply), a missing or non-string field, a document above
+            ``max_document_bytes``, or Parquet data that cannot be read.
     """
     for path in inputs:
         name = "<stdin>" if path == "-" else path
         if path.endswith(".parquet"):
-            yield from _parquet_rows(path, field)
+            yield from _parquet_rows(path, field, max_document_bytes, batch_bytes)
             continue
         with _open_binary(path, stdin) as stream:
             if path.endswith(".jsonl"):
-                yield from _json_lines(stream, name, field)
+                yield from _json_lines(stream, name, field, max_document_bytes)
+            elif whole_file and cut_long:
+                read = functools.partial(_read, stream.read, long_documents.BLOCK_BYTES, name)
+                blocks = iter(read, b"")
+                message = _too_long(name, max_document_bytes, "(--whole-file) ")
+                yield from _parts(blocks, max_document_bytes, message, name, 1)
+            elif cut_long:
+                yield from _long_lines(stream, name, max_document_bytes)
             elif whole_file:
-                data = stream.read()
+                data = _read(stream.read, max_document_bytes + 1, name)
+                if len(data) > max_document_bytes:
+                    raise CliError(_too_long(name, max_document_bytes, "(--whole-file) "))
                 yield Document(_decode(data, name, 1), len(data))
             else:
-                for number, raw in enumerate(stream, 1):
+                for number, raw in _lines(stream, name, max_document_bytes):
                     line = raw[:-1] if raw.endswith(b"\n") else raw
                     yield Document(_decode(line, name, number), len(raw))
 
 
-def _json_lines(stream: BinaryIO, name: str, key: str) -> Iterator[Document]:
-    for number, raw in enumerate(stream, 1):
+def _too_long(where: str, limit: int, what: str = "") -> str:
+    return (
+        f"{where}: a document {what}of more than {limit} bytes; split it, or raise "
+        f"--max-document-bytes (up to {MAX_DOCUMENT_BYTES}; memory grows about 15 bytes per byte)"
+    )
+
+
+def _read(read: Any, size: int, name: str) -> bytes:
+    try:
+        data: bytes = read(size)
+    except OSError as error:
+        raise CliError(f"cannot read {name}: {error.strerror or error}") from None
+    return data
+
+
+def _lines(stream: BinaryIO, name: str, limit: int) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line with its \\n)``; a line above ``limit`` bytes is refused once
+    ``limit + 1`` of its bytes are read (a CR-only file is one line)."""
+    number = 0
+    while raw := _read(stream.readline, limit + 1, name):
+        number += 1
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            raise CliError(_too_long(f"{name}, line {number}", limit))
+        yield number, raw
+
+
+def _long_lines(stream: BinaryIO, name: str, limit: int) -> Iterator[Document]:
+    """The lines of ``stream``, a line of more than a block in parts."""
+    block_bytes = long_documents.BLOCK_BYTES
+    number = 0
+    while first := _read(stream.readline, block_bytes, name):
+        number += 1
+        ends = first.endswith(b"\n")
+        if (ends or len(first) < block_bytes) and len(first) <= limit + ends:  # limit + its \n
+            line = first[:-1] if ends else first
+            yield Document(_decode(line, name, number), len(first))
+            continue
+        blocks = _rest_of_line(stream, first, name)
+        yield from _parts(blocks, limit, _too_long(f"{name}, line {number}", limit), name, number)
+
+
+def _rest_of_line(stream: BinaryIO, first: bytes, name: str) -> Iterator[bytes]:
+    """The blocks of a long line, the first one given, without its ``\n``."""
+    block = first
+    while not block.endswith(b"\n"):
+        yield block
+        block = _read(stream.readline, long_documents.BLOCK_BYTES, name)
+        if not block:
+            return
+    yield block[:-1]
+
+
+def _parts(
+    blocks: Iterator[bytes], limit: int, too_long: str, name: str, line: int
+) -> Iterator[Document]:
+    def where(newlines: int) -> str:
+        return f"{name}, line {line + newlines}"
+
+    for text, size, last in long_documents.parts(blocks, limit, too_long, where):
+        yield Document(text, size, ends=last)
+
+
+def _json_lines(stream: BinaryIO, name: str, key: str, limit: int) -> Iterator[Document]:
+    for number, raw in _lines(stream, name, limit):
         if not raw.strip():
             continue
         try:
             record = json.loads(_decode(raw, name, number))
         except json.JSONDecodeError as error:
             raise CliError(f"{name}, line {number}: not JSON ({error.msg})") from None
+        except RecursionError:
+            raise CliError(f"{name}, line {number}: JSON nested too deeply") from None
         if not isinstance(record, dict):
             raise CliError(f"{name}, line {number}: a JSON {type(record).__name__}, not an object")
         if key not in record:
-            keys = ", ".join(sorted(map(str, record))[:8])
+            keys = ", ".join(sorted(map(str, record))[:8])[:200]
             raise CliError(
                 f"{name}, line {number}: no field {key!r} (it has: {keys}); pass --field"
             )
@@ -191,9 +287,10 @@ def _json_lines(stream: BinaryIO, name: str, key: str) -> Iterator[Document]:
         yield Document(record[key], len(raw))
 
 
-def _parquet_rows(path: str, key: str) -> Iterator[Document]:
+def _parquet_rows(path: str, key: str, limit: int, batch_bytes: int) -> Iterator[Document]:
     try:
         import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.compute as pc  # type: ignore[import-untyped]
         import pyarrow.parquet as pq  # type: ignore[import-untyped]
     except ImportError:
         raise CliError(
@@ -202,21 +299,75 @@ def _parquet_rows(path: str, key: str) -> Iterator[Document]:
     try:
         table = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as error:
-        raise CliError(f"{path}: not a Parquet file ({error})") from None
+        raise CliError(f"{path}: not a Parquet file ({_one_line(error)})") from None
     schema = table.schema_arrow
     if key not in schema.names:
-        columns = ", ".join(schema.names[:8])
+        columns = ", ".join(schema.names[:8])[:200]
         raise CliError(f"{path}: no column {key!r} (it has: {columns}); pass --field")
     kind = schema.field(key).type
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         raise CliError(f"{path}: column {key!r} holds {kind}, not strings")
     row = 0
-    for batch in table.iter_batches(columns=[key], batch_size=4096):
-        for text in batch.column(0).to_pylist():
-            row += 1
-            if text is None:
-                raise CliError(f"{path}, row {row}: {key!r} is null")
-            yield Document(text, len(text))
+    batches = table.iter_batches(columns=[key], batch_size=_parquet_batch_rows(table, batch_bytes))
+    while True:
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                return
+            column = batch.column(0)
+            sizes = pc.binary_length(column).fill_null(0).to_numpy(zero_copy_only=False)
+        except (OSError, pa.ArrowException) as error:  # a corrupt page, a failed read
+            raise CliError(f"{path}: cannot read its Parquet data ({_one_line(error)})") from None
+        for start, stop in _runs(sizes, batch_bytes):
+            too_long = np.flatnonzero(sizes[start:stop] > limit)  # checked before conversion
+            end = start + int(too_long[0]) if too_long.size else stop
+            texts = _strings(column.slice(start, end - start), path, key, row)
+            for offset, text in enumerate(texts, start):
+                row += 1
+                if text is None:
+                    raise CliError(f"{path}, row {row}: {key!r} is null")
+                yield Document(text, int(sizes[offset]))
+            if too_long.size:
+                raise CliError(_too_long(f"{path}, row {row + 1}", limit))
+
+
+def _parquet_batch_rows(table: Any, batch_bytes: int) -> int:
+    """Rows read at a time: about ``batch_bytes`` of the file's uncompressed data (1 to 4096)."""
+    metadata = table.metadata
+    total = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    return int(min(4096, max(1, batch_bytes * metadata.num_rows // max(total, 1))))
+
+
+def _runs(sizes: np.ndarray, batch_bytes: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` of consecutive rows of at most ``batch_bytes`` in all (a longer row
+    alone)."""
+    ends = np.cumsum(sizes)  # [rows]
+    start = 0
+    while start < sizes.size:
+        before = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, before + batch_bytes, side="right")))
+        yield start, stop
+        start = stop
+
+
+def _one_line(error: BaseException) -> str:
+    """A library's message on one line, at most 200 characters."""
+    return " ".join(str(error).split())[:200]
+
+
+def _strings(column: Any, path: str, key: str, first_row: int) -> list[str | None]:
+    """The column's values; invalid UTF-8 is refused naming its row."""
+    try:
+        values: list[str | None] = column.to_pylist()
+    except UnicodeDecodeError:
+        for offset in range(len(column)):
+            try:
+                column[offset].as_py()
+            except UnicodeDecodeError:
+                row = first_row + offset + 1
+                raise CliError(f"{path}, row {row}: column {key!r} holds invalid UTF-8") from None
+        raise
+    return values
 
 
 def _open_binary(path: str, stdin: Any) -> Any:
@@ -278,108 +429,6 @@ def vocab_sha256(encoding: Any) -> str:
     return sha256_of(tiktoken_file_bytes(encoding._mergeable_ranks))
 
 
-@dataclass
-class ShardWriter:
-    """Token shards ``PREFIX_000000.npy`` (or ``.bin``), each ``shard_tokens`` long but the
-    last, and the index ``PREFIX_index.json``. Shards are written under temporary names as they
-    fill and renamed at :meth:`close`, so a failed or interrupted run (:meth:`abort`) leaves
-    the files of an earlier run with the same prefix as they were."""
-
-    prefix: str
-    file_format: str  # "npy" or "bin"
-    dtype: str  # "uint16" or "uint32"
-    shard_tokens: int
-    index_fields: dict[str, Any]
-    shards: list[dict[str, Any]] = field(default_factory=list)
-    _buffer: Any = None
-    _filled: int = 0
-    _documents: int = 0
-    _staged: list[Path] = field(default_factory=list)  # shards written under temporary names
-
-    def abort(self) -> None:
-        """Removes the shards written so far (the run failed: files of an earlier run with
-        this prefix stay as they were)."""
-        for staged in self._staged:
-            with contextlib.suppress(OSError):
-                os.unlink(staged)
-        self._staged = []
-
-    def add(self, ids: np.ndarray, lengths: np.ndarray) -> None:
-        """Appends each document's tokens (``ids [T]``, ``lengths [B]``, one document after
-        another), writing every shard that fills. A document counts in the shard that holds
-        its last token (an empty one, in the shard being filled)."""
-        total = int(lengths.sum())
-        self._grow(min(self.shard_tokens, self._filled + total))
-        flat = ids.astype(self.dtype, copy=False)  # the IDs fit: checked against the vocabulary
-        ends = np.cumsum(lengths)[lengths > 0]
-        start = 0
-        while start < total:
-            take = min(self.shard_tokens - self._filled, total - start)
-            self._buffer[self._filled : self._filled + take] = flat[start : start + take]
-            self._filled += take
-            self._documents += int(np.count_nonzero((ends > start) & (ends <= start + take)))
-            start += take
-            if self._filled == self.shard_tokens:
-                self._write()
-        self._documents += int(np.count_nonzero(lengths == 0))
-
-    def _grow(self, needed: int) -> None:
-        """A buffer of at least ``needed`` tokens (doubling, at most ``shard_tokens``)."""
-        size = 0 if self._buffer is None else self._buffer.size
-        if size >= needed:
-            return
-        grown = np.empty(min(self.shard_tokens, max(needed, 2 * size, 1 << 20)), self.dtype)
-        if self._buffer is not None:
-            grown[: self._filled] = self._buffer[: self._filled]
-        self._buffer = grown
-
-    def close(self) -> dict[str, Any]:
-        """Writes the last, partial shard, gives every shard its name, then writes the index;
-        returns the index."""
-        if self._filled or not self.shards:
-            self._write()
-        for staged, shard in zip(self._staged, self.shards, strict=True):
-            os.replace(staged, Path(self.prefix).with_name(shard["file"]))
-        self._staged = []
-        index = {
-            **self.index_fields,
-            "format": self.file_format,
-            "dtype": self.dtype,
-            "shard_tokens": self.shard_tokens,
-            "tokens": sum(shard["tokens"] for shard in self.shards),
-            "documents": sum(shard["documents"] for shard in self.shards),
-            "shards": self.shards,
-        }
-        with formats.atomic_write(f"{self.prefix}_index.json") as stream:
-            json.dump(index, stream, indent=1)
-            stream.write("\n")
-        return index
-
-    def _write(self) -> None:
-        path = f"{self.prefix}_{len(self.shards):06d}.{self.file_format}"
-        buffer = self._buffer if self._buffer is not None else np.empty(0, dtype=self.dtype)
-        tokens = buffer[: self._filled]
-        staged = Path(path).with_name(f".{Path(path).name}.{secrets.token_hex(4)}.part")
-        self._staged.append(staged)
-        with formats.atomic_write(staged, "wb") as stream:
-            write_shard(stream, tokens, self.file_format)
-        self.shards.append(
-            {"file": Path(path).name, "tokens": int(tokens.size), "documents": self._documents}
-        )
-        self._filled = self._documents = 0
-
-
-def write_shard(stream: BinaryIO, tokens: Any, file_format: str) -> None:
-    """``tokens`` (uint16 or uint32) as nanoGPT's ``np.save`` or llm.c's ``write_datafile``."""
-    if file_format == "npy":
-        np.save(stream, tokens)
-        return
-    header = np.zeros(256, dtype=np.int32)
-    header[:3] = (BIN_MAGIC, BIN_VERSIONS[str(tokens.dtype)], tokens.size)
-    stream.write(header.tobytes())
-    stream.write(np.ascontiguousarray(tokens).data.cast("B"))
-
-
 def stderr_is_terminal() -> bool:
     try:
         return sys.stderr.isatty()
@@ -409,7 +458,7 @@ class Progress:
     def update(self, batch: list[Document], tokens: int) -> None:
         read = sum(document.source_bytes for document in batch)
         self.bytes += read
-        self.documents += len(batch)
+        self.documents += sum(document.ends for document in batch)
         self.tokens += tokens
         if self.bar is not None:
             self.bar.update(read)

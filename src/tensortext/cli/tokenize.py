@@ -15,33 +15,31 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from tensortext.cli import corpus
+from tensortext.cli import corpus, long_documents, shards
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
     check_int_flag,
     check_output,
     device_from,
+    load_encoding,
     open_output,
+    parse_id_lines,
     read_lines,
-    user_errors,
 )
 from tensortext.padded import split_rows
 
 __all__ = [
     "MAX_BATCH_LINES",
-    "MAX_TOKEN_ID",
     "add_arguments",
-    "load_encoding",
-    "parse_id_lines",
     "run",
 ]
 
 Batch = tuple[np.ndarray, np.ndarray]
 """A batch's tokens ``(ids [T], lengths [B])``, int64 on the host."""
-
-MAX_TOKEN_ID = (1 << 63) - 1
-"""The largest token ID a line of IDs may hold (token IDs are int64)."""
+Encoded = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A batch's tokens ``(ids [T], lengths [B], ends [B])``: ``ends`` is False for a part of a long
+document that goes on in the next row."""
 
 MAX_BATCH_LINES = 1 << 20
 """The largest ``--batch-lines``: a batch is padded to its longest line, so its size is bounded."""
@@ -98,60 +96,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_device_argument(parser)
 
 
-def load_encoding(spec: str) -> Any:
-    """An encoding by name or ``tokenizer.json`` path; a bad one is the user's error."""
-    from tensortext.bpe import load_encoding as load
-
-    with user_errors(OSError, ValueError, ImportError):
-        return load(spec)
-
-
-def parse_id_lines(
-    lines: list[str], name: str, first_line: int = 1, hint: str = ""
-) -> list[list[int]]:
-    """Whitespace-separated token IDs per line: ASCII digits only, each below 2**63.
-
-    Errors name ``name``, the line and the token; ``hint`` ends the message of a non-ID token.
-    """
-    rows = []
-    for number, line in enumerate(lines, first_line):
-        tokens = line.split()
-        if not all(token.isascii() and token.isdigit() for token in tokens):
-            raise CliError(f"{name}, line {number}: {_bad_id(tokens)}{hint}")
-        ids = [int(token) for token in tokens]
-        if any(i > MAX_TOKEN_ID for i in ids):
-            big = next(i for i in ids if i > MAX_TOKEN_ID)
-            raise CliError(f"{name}, line {number}: token ID {big} does not fit in int64")
-        rows.append(ids)
-    return rows
-
-
-def _bad_id(tokens: list[str]) -> str:
-    """What is wrong with the first token that is not ASCII digits."""
-    bad = next(token for token in tokens if not (token.isascii() and token.isdigit()))
-    digits = bad[1:]
-    if bad.startswith("-") and digits.isascii() and digits.isdigit():
-        return f"{bad!r}: token IDs must be non-negative"
-    return f"{bad!r} is not a token ID (ASCII digits 0-9)"
-
-
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
     check_int_flag("--batch-lines", args.batch_lines, 1, MAX_BATCH_LINES)
     check_int_flag("--batch-bytes", args.batch_bytes, 1, corpus.MAX_BATCH_BYTES)
     check_int_flag("--shard-tokens", args.shard_tokens, 1, corpus.MAX_SHARD_TOKENS)
     check_int_flag("--workers", args.workers, 1, 1024)
+    check_int_flag("--max-document-bytes", args.max_document_bytes, 1, corpus.MAX_DOCUMENT_BYTES)
     inputs = corpus.expand_inputs(args.input or ["-"])
-    shards = args.format != "ids"
-    if args.decode and (shards or len(inputs) > 1 or args.whole_file or args.append_eot):
+    to_shards = args.format != "ids"
+    if args.decode and (to_shards or len(inputs) > 1 or args.whole_file or args.append_eot):
         raise CliError("--decode reads one file of ID lines: no --format, --whole-file, "
                        "--append-eot or several inputs")  # fmt: skip
-    if shards and args.output in (None, "-"):
+    if to_shards and args.output in (None, "-"):
         raise CliError(f"--format {args.format} writes shard files: pass -o PREFIX")
+    if to_shards:
+        shards.check_prefix(args.output)
     corpus.check_inputs(inputs)
     named_inputs = [("-i", path) for path in inputs] + [("-e", args.encoding)]
-    check_output(f"{args.output}_index.json" if shards else args.output, named_inputs)
+    check_output(f"{args.output}_index.json" if to_shards else args.output, named_inputs)
+    if to_shards:
+        shards.check_folder(args.output)  # a stray file named like a shard: before any work
     device = device_from(args)
-    if shards:
+    if to_shards:
         encoding = load_encoding(args.encoding)
         dtype = _shard_dtype(encoding, args.dtype)
         _write_shards(encoding, inputs, args, device, stdin, dtype)
@@ -162,9 +128,12 @@ def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -
             _decode_file(encoding, inputs[0], args.batch_lines or 4096, stdin, out)
             return
         progress = corpus.Progress(inputs, quiet=args.quiet, summary=corpus.stderr_is_terminal())
-        for ids, lengths in _encoded_batches(encoding, inputs, args, device, stdin, progress):
+        for ids, lengths, ends in _encoded_batches(encoding, inputs, args, device, stdin, progress):
             rows = split_rows(ids.tolist(), lengths.tolist())
-            out.write("".join(" ".join(map(str, row)) + "\n" for row in rows))
+            # A part of a long document is never empty: its row goes on after a space.
+            texts = [" ".join(map(str, row)) + ("\n" if end else " ") for row, end in
+                     zip(rows, ends.tolist(), strict=True)]  # fmt: skip
+            out.write("".join(texts))
         progress.close()
 
 
@@ -189,7 +158,8 @@ def _shard_dtype(encoding: Any, dtype: str | None) -> str:
 def _write_shards(
     encoding: Any, inputs: list[str], args: argparse.Namespace, device: Any, stdin: Any, dtype: str
 ) -> None:
-    writer = corpus.ShardWriter(
+    progress = corpus.Progress(inputs, quiet=args.quiet, summary=True)  # before the staging
+    writer = shards.ShardWriter(
         args.output,
         args.format,
         dtype,
@@ -197,10 +167,9 @@ def _write_shards(
         {"encoding": encoding.name, "vocab_sha256": corpus.vocab_sha256(encoding),
          "append_eot": args.append_eot, "inputs": inputs},
     )  # fmt: skip
-    progress = corpus.Progress(inputs, quiet=args.quiet, summary=True)
     try:
-        for ids, lengths in _encoded_batches(encoding, inputs, args, device, stdin, progress):
-            writer.add(ids, lengths)
+        for ids, lengths, ends in _encoded_batches(encoding, inputs, args, device, stdin, progress):
+            writer.add(ids, lengths, ends)
         index = writer.close()
     except BaseException:  # an error or Ctrl-C: no half-made set of shards
         writer.abort()
@@ -215,9 +184,10 @@ def _encoded_batches(
     device: Any,
     stdin: Any,
     progress: corpus.Progress,
-) -> Iterator[Batch]:
-    """The tokens of each batch of documents, flat ``(ids [T], lengths [B])``, with the
-    end-of-text token if asked.
+) -> Iterator[Encoded]:
+    """The tokens of each batch of documents, flat ``(ids [T], lengths [B], ends [B])``, with
+    the end-of-text token if asked. A long document comes in parts (see
+    :mod:`~tensortext.cli.long_documents`) where the encoding's split is proven to allow it.
 
     With several threads or worker processes, batch ``k`` is encoded from a helper thread
     (which mostly waits on them, without the GIL) while this thread reads batch ``k + 1`` and
@@ -226,20 +196,27 @@ def _encoded_batches(
     """
     eot = _eot_token(encoding) if args.append_eot else None
     documents = corpus.read_documents(
-        inputs, whole_file=args.whole_file, field=args.field, stdin=stdin
+        inputs,
+        whole_file=args.whole_file,
+        field=args.field,
+        stdin=stdin,
+        max_document_bytes=args.max_document_bytes,
+        cut_long=args.pretokenize == "regex" and long_documents.splits_exactly(encoding),
+        batch_bytes=args.batch_bytes,
     )
     default_lines = 4096 if args.format == "ids" else MAX_BATCH_LINES
     batches = corpus.batches(documents, args.batch_bytes, args.batch_lines or default_lines)
 
-    def encode(batch: list[corpus.Document]) -> Batch:
+    def encode(batch: list[corpus.Document]) -> Encoded:
         ids, lengths = _encode_flat(encoding, [document.text for document in batch], args, device)
+        ends = np.fromiter((document.ends for document in batch), dtype=bool, count=len(batch))
         if eot is None:
-            return ids, lengths
-        return np.insert(ids, np.cumsum(lengths), eot), lengths + 1
+            return ids, lengths, ends
+        return np.insert(ids, np.cumsum(lengths)[ends], eot), lengths + ends, ends
 
     overlap = args.workers > 1 and device.type == "cpu"
     with ThreadPoolExecutor(max_workers=1) as runner:
-        pending: tuple[list[corpus.Document], Future[Batch]] | None = None
+        pending: tuple[list[corpus.Document], Future[Encoded]] | None = None
         for batch in batches:
             if not overlap:
                 encoded = encode(batch)
@@ -255,8 +232,8 @@ def _encoded_batches(
 
 
 def _finished(
-    pending: tuple[list[corpus.Document], Future[Batch]], progress: corpus.Progress
-) -> Batch:
+    pending: tuple[list[corpus.Document], Future[Encoded]], progress: corpus.Progress
+) -> Encoded:
     batch, future = pending
     encoded = future.result()
     progress.update(batch, encoded[0].size)

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 import torch
 from torch import Tensor
 
+from tensortext._checks import MAX_NGRAM_ORDER
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
@@ -106,7 +107,12 @@ def _add_lmbr_arguments(parser: argparse.ArgumentParser) -> None:
         default=1.0,
         help="scale of the LMBR scores (theta of Tromble et al. with T=10) against the model",
     )
-    lmbr.add_argument("--lmbr-order", type=int, default=4, help="highest n-gram order")
+    lmbr.add_argument(
+        "--lmbr-order",
+        type=int,
+        default=4,
+        help=f"highest n-gram order, 1 to {MAX_NGRAM_ORDER} (default: 4)",
+    )
     lmbr.add_argument(
         "--lmbr-eos",
         action="store_true",
@@ -191,6 +197,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         ("--min-new-tokens", args.min_new_tokens, 0),
     ):
         check_int_flag(flag, value, low, MAX_FLAG_VALUE)
+    check_int_flag("--lmbr-order", args.lmbr_order, 1, MAX_NGRAM_ORDER)
     if max(args.nbest, 1) > args.num_beams:
         raise CliError(f"--nbest {args.nbest} exceeds --num-beams {args.num_beams}; raise -k")
     if args.lmbr_nbest and args.lmbr_ngrams:
@@ -224,7 +231,7 @@ def _texts(system: _System, out: BeamOutput) -> list[list[str]]:
 def _write(
     args: argparse.Namespace, stream: TextIO, texts: list[list[str]], scores: list[list[float]]
 ) -> None:
-    from tensortext.formats import write_nbest
+    from tensortext.lmbr import write_nbest
 
     if args.nbest:
         write_nbest(stream, texts, scores)
@@ -318,8 +325,12 @@ def _lmbr_bias_factory(
     """Reads the evidence once; ``(batch_indices, prompt_len) -> LMBRBias``, or ``None``."""
     if not (args.lmbr_nbest or args.lmbr_ngrams):
         return None
-    from tensortext.formats import read_nbest, read_ngram_posterior_files
-    from tensortext.lmbr import lmbr_bias_factory, lmbr_theta
+    from tensortext.lmbr import (
+        lmbr_bias_factory,
+        lmbr_theta,
+        read_nbest,
+        read_ngram_posterior_files,
+    )
 
     decoder = system.decoder
     if decoder.vocab_size is None:

@@ -8,11 +8,14 @@ Iglesias et al. (2018), Equation 2, with the linear BLEU weights of Tromble et a
   :func:`~tensortext.decode.beam_search`) and :func:`lmbr_bias_factory` (one bias per batch of
   :func:`~tensortext.decode.translate`).
 * :mod:`~tensortext.lmbr.hf`: :class:`LMBRLogitsProcessor` for ``transformers``' ``generate``.
+* :mod:`~tensortext.lmbr.files`: evidence files, :func:`read_nbest` / :func:`write_nbest` (Moses
+  n-best lists) and :func:`read_ngram_posterior_files` (SGNMT/ucam-smt posterior files).
 
-Evidence files are read by :mod:`tensortext.formats`; MBR reranking is :mod:`tensortext.mbr`.
+MBR reranking is :mod:`tensortext.mbr`.
 """
 
 from tensortext.lmbr.bias import LMBRBias, lmbr_bias_factory, lmbr_theta
+from tensortext.lmbr.files import read_nbest, read_ngram_posterior_files, write_nbest
 from tensortext.lmbr.hf import LMBRLogitsProcessor
 from tensortext.lmbr.posteriors import Evidence, NgramPosteriors, ngram_posteriors
 
@@ -24,4 +27,7 @@ __all__ = [
     "lmbr_bias_factory",
     "lmbr_theta",
     "ngram_posteriors",
+    "read_nbest",
+    "read_ngram_posterior_files",
+    "write_nbest",
 ]

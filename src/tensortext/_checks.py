@@ -19,13 +19,17 @@ import torch
 from torch import Tensor
 
 __all__ = [
+    "MAX_NGRAM_ORDER",
+    "MAX_VOCAB_SIZE",
     "DeviceLike",
+    "brief",
     "check_choice",
     "check_float",
     "check_float_tensor",
     "check_int",
     "check_integer_tensor",
     "check_lengths",
+    "check_ngram_order",
     "check_pad_ids",
     "check_same_device",
     "check_shape",
@@ -35,6 +39,35 @@ __all__ = [
 DeviceLike = torch.device | str
 
 _INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+MAX_NGRAM_ORDER = 1000
+"""The highest n-gram order any function takes (BLEU, LMBR, MBR and the CLI's flags).
+
+Work and memory are checked against it before anything is allocated: BLEU statistics hold
+``2 + 2N`` numbers per sentence, NLTK's smoothing and LMBR's weights have one entry per order.
+An order above the longest sequence never matches; metrics in use stop at 4 to 10.
+"""
+
+MAX_VOCAB_SIZE = 2**31 - 1
+"""The largest ``vocab_size`` an LMBR bias takes: token IDs fit int32, the widest ID type of
+tokenizers (HF ``tokenizers``, tiktoken), and the bias holds a dense ``[B, V]`` row per
+sentence, so a larger ``V`` is a mistake that would ask for terabytes."""
+
+_BRIEF_CHARS = 60
+
+
+def brief(value: object) -> str:
+    """``repr(value)`` cut to a few dozen characters, for error messages (user data is
+    unbounded: a 5,000-digit int or a long list must not become a 10 MB "one-line" error)."""
+    if isinstance(value, torch.Tensor):  # never print a tensor's values
+        return f"tensor(shape={list(value.shape)}, dtype={value.dtype})"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_BRIEF_CHARS:
+        # str() of a huge int is slow, and refused past 4300 digits.
+        return f"an int of about {int(value.bit_length() * math.log10(2)) + 1} digits"
+    text = repr(value)
+    if len(text) <= _BRIEF_CHARS:
+        return text
+    return f"{text[: _BRIEF_CHARS - 3]}... ({len(text)} characters)"
 
 
 def resolve_device(device: DeviceLike | Literal["auto"] | None) -> torch.device:
@@ -63,10 +96,21 @@ def resolve_device(device: DeviceLike | Literal["auto"] | None) -> torch.device:
 def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
     """An ``int`` (not a ``bool``) at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {brief(value)}")
     if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+        raise ValueError(f"{name} must be >= {minimum}, got {brief(value)}")
     return value
+
+
+def check_ngram_order(name: str, value: object) -> int:
+    """An n-gram order ``1 <= value <=`` :data:`MAX_NGRAM_ORDER`, checked before any work."""
+    order = check_int(name, value, minimum=1)
+    if order > MAX_NGRAM_ORDER:
+        raise ValueError(
+            f"{name} must be <= {MAX_NGRAM_ORDER}, got {brief(order)}; an n-gram longer than "
+            f"the longest sequence never occurs: pass e.g. {name}=4"
+        )
+    return order
 
 
 def check_float(
@@ -79,14 +123,17 @@ def check_float(
 ) -> float:
     """A real number (``int`` or ``float``, not ``bool``), finite unless ``finite=False``."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    number = float(value)
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {brief(value)}")
+    try:
+        number = float(value)
+    except OverflowError:  # an int beyond float range
+        raise ValueError(f"{name} must fit a float, got {brief(value)}") from None
     if finite and not math.isfinite(number):
-        raise ValueError(f"{name} must be finite, got {value!r}")
+        raise ValueError(f"{name} must be finite, got {brief(value)}")
     if positive and not number > 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+        raise ValueError(f"{name} must be > 0, got {brief(value)}")
     if minimum is not None and number < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+        raise ValueError(f"{name} must be >= {minimum}, got {brief(value)}")
     return number
 
 
@@ -94,7 +141,7 @@ def check_choice(name: str, value: object, choices: Sequence[object]) -> None:
     """``value`` is one of ``choices`` (a ``ValueError`` listing them otherwise)."""
     if value not in choices:
         listed = ", ".join(repr(choice) for choice in choices)
-        raise ValueError(f"{name} must be one of {listed}, got {value!r}")
+        raise ValueError(f"{name} must be one of {listed}, got {brief(value)}")
 
 
 def check_integer_tensor(name: str, value: object, *, shape: str | None = None) -> Tensor:
@@ -160,14 +207,14 @@ def check_pad_ids(pad_id: object, tensors: Sequence[tuple[str, Tensor]]) -> tupl
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(
                 f"pad_id must be an int or a tuple of ints such as (0, -100), got "
-                f"{type(value).__name__} {value!r}"
+                f"{type(value).__name__} {brief(value)}"
             )
     for name, tensor in tensors:
         info = torch.iinfo(tensor.dtype)
         for value in values:
             if not info.min <= value <= info.max:
                 raise ValueError(
-                    f"pad_id={value} cannot occur in {name} of dtype {tensor.dtype} (values "
+                    f"pad_id={brief(value)} cannot occur in {name} of dtype {tensor.dtype} (values "
                     f"{info.min}..{info.max}); pass {name}.long(), or a pad_id in that range"
                 )
     return tuple(values)

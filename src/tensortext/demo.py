@@ -17,9 +17,34 @@ import torch
 from tensortext.bleu import corpus_bleu, sentence_bleu
 from tensortext.padded import Padded, pad_ragged, pad_ragged_refs
 
-__all__ = ["bundled_lines", "demo_bleu", "demo_lmbr", "demo_tokenize", "demo_translation"]
+__all__ = [
+    "DEMO_BLEU_TOLERANCE",
+    "NEAR_TIE_FLIPS",
+    "bundled_lines",
+    "demo_bleu",
+    "demo_lmbr",
+    "demo_tokenize",
+    "demo_translation",
+]
 
 NUM_EVIDENCE = 8  # hypotheses per sentence from the weaker system (LMBR evidence)
+
+NEAR_TIE_FLIPS = 3
+"""Of the 300 test sentences, how many may translate differently under another BLAS.
+
+The recorded results (exact matches in the models' ``config.json``, the BLEU this demo prints)
+come from one machine. Another BLAS sums float32 in another order, and a sentence whose two best
+continuations are within rounding of each other (a near-tie) can flip. The tests allow this many
+flips and derive every other tolerance from it, so the model tests and the demo test agree.
+"""
+
+DEMO_BLEU_TOLERANCE = 1.7
+"""BLEU points the demo's test-set scores may move when :data:`NEAR_TIE_FLIPS` sentences flip.
+
+Measured on the test set with the K=4 output (93.63): the worst case, turning the three longest
+correct hypotheses into empty ones, gives 91.96 (-1.68); making the three longest wrong ones
+correct gives 95.12 (+1.49). A flip on a near-tie changes a hypothesis far less.
+"""
 
 
 def bundled_lines(name: str) -> list[str]:

@@ -58,6 +58,20 @@ def _check_inputs(candidates: object, lengths: object, scores: object | None) ->
     return checked
 
 
+def _check_score_values(scores: Tensor) -> None:
+    """No NaN and no ``+inf`` in ``[B, N]`` scores (one host sync): ``+inf`` makes the softmax
+    NaN, so ``argmax`` picks candidate 0; a NaN candidate silently counts as absent."""
+    bad = scores.isnan() | (scores == math.inf)
+    if bool(bad.any()):  # host sync: validation only
+        sentence, candidate = (int(i) for i in bad.nonzero()[0])
+        value = float(scores[sentence, candidate])
+        raise ValueError(
+            f"scores[{sentence}, {candidate}] is {value}; scores must be finite log-probabilities, "
+            "or -inf for an absent candidate: fix the scores (e.g. "
+            "scores.nan_to_num(nan=-math.inf)), or pass scores=None to weigh candidates uniformly"
+        )
+
+
 def _pairs(candidates: Tensor, lengths: Tensor) -> Batch:
     """Every (hypothesis i, pseudo-reference j) pair of each sentence as one BLEU batch:
     ``[B*N*N, L]`` hypotheses against ``[B*N*N, 1, L]`` references, row ``(b, i, j)``."""
@@ -88,20 +102,22 @@ def mbr_rerank(
             ``BeamOutput.without_eos().ids``.
         lengths: ``[B, N]`` integer lengths, ``0 <= lengths <= L``.
         scores: ``[B, N]`` float model scores, ``-inf`` marks an absent candidate; ``None``
-            weighs the candidates uniformly.
+            weighs the candidates uniformly. NaN and ``+inf`` are refused (with ``validate``;
+            without it, that sentence's result is meaningless).
         alpha: scale of ``scores`` in the softmax.
         include_self: count ``BLEU(c_i, c_i)`` in the expectation (the textbook definition);
             ``False`` averages over the other candidates only, reweighted to sum to 1.
         config: the sentence-BLEU options; default :data:`MBR_CONFIG`, sacrebleu's
             sentence-level BLEU with ``effective_order=True``.
-        validate: check lengths and IDs (one host sync), and NLTK's method6.
+        validate: check lengths, IDs and the values of ``scores`` (one host sync each), and
+            NLTK's method6.
 
     Returns:
         :class:`MBRResult` ``(best [B], expected_bleu [B, N])``.
 
     Raises:
         TypeError: a wrong type or dtype. ValueError: a wrong shape (``N = 0`` included),
-            device or value.
+            device or value (a NaN or ``+inf`` score included).
 
     Example:
         >>> candidates = torch.tensor([[[5, 6, 7], [5, 6, 8], [9, 9, 9]]])
@@ -117,6 +133,8 @@ def mbr_rerank(
     if validate:
         rows = candidates.reshape(batch * num, width)
         check_values("candidates", rows, lengths.reshape(-1), "lengths")
+        if checked_scores is not None:
+            _check_score_values(checked_scores)
     if checked_scores is None:
         checked_scores = torch.zeros((batch, num), dtype=torch.float32, device=device)
     present = checked_scores > -math.inf

@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import MAX_EXAMPLES
 
 from tensortext import BLEU, bleu_from_stats, bleu_stats, corpus_bleu, sentence_bleu
+from tensortext._checks import MAX_NGRAM_ORDER
 from tensortext.bleu import BleuConfig
 from tensortext.padded import pad_ragged, pad_ragged_refs
 
@@ -136,3 +140,127 @@ def test_nltk_method4_with_k_zero_raises_as_nltk_does() -> None:
     hyp, ref = torch.tensor([[1, 2, 5, 6]]), torch.tensor([[1, 2, 3, 4]])
     with pytest.raises(ValueError, match="smooth_value"):
         sentence_bleu(hyp, ref, compat="nltk", smooth_method="method4", smooth_value=0)
+
+
+@pytest.mark.parametrize(
+    "order", [MAX_NGRAM_ORDER + 1, 10**7, 10**5000], ids=["max+1", "1e7", "5000-digits"]
+)
+def test_orders_above_the_maximum_are_refused_before_any_work(monkeypatch, order):
+    """``max_ngram_order=10**7`` made 8 short sentences take 4 GB (statistics hold ``2 + 2N``
+    numbers per sentence). Orders above MAX_NGRAM_ORDER are refused by the config, before any
+    statistics exist, with a short message (a 5,000-digit order is not printed)."""
+    import tensortext.bleu.functional as functional
+
+    def no_work(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("statistics were computed for a refused order")
+
+    monkeypatch.setattr(functional, "compute_stats", no_work)
+    hyp = torch.tensor([[5, 6, 7, 8]] * 8)
+    calls = [
+        lambda: sentence_bleu(hyp, hyp, max_ngram_order=order),
+        lambda: corpus_bleu(hyp, hyp, max_ngram_order=order, compat="nltk"),
+        lambda: bleu_stats(hyp, hyp, max_ngram_order=order),
+        lambda: BLEU(max_ngram_order=order),
+        lambda: bleu_from_stats(torch.zeros(10, dtype=torch.long), max_ngram_order=order),
+    ]
+    for call in calls:
+        with pytest.raises(
+            ValueError, match=f"max_ngram_order must be <= {MAX_NGRAM_ORDER}"
+        ) as info:
+            call()
+        assert len(str(info.value)) < 200, str(info.value)[:300]
+
+
+def test_the_largest_order_taken_still_equals_sacrebleu():
+    """At MAX_NGRAM_ORDER itself the score is sacrebleu's (orders above the width cost nothing)."""
+    from sacrebleu.metrics import BLEU as SacreBLEU
+
+    hyp = [[5, 6, 7, 8, 9], [5, 6, 7]]
+    ref = [[5, 6, 7, 8, 9], [5, 6, 9, 7]]
+    ours = corpus_bleu(
+        pad_ragged(hyp), pad_ragged(ref), max_ngram_order=MAX_NGRAM_ORDER,
+        smooth_method="add-k", dtype=torch.float64,
+    )  # fmt: skip
+    expected = SacreBLEU(
+        tokenize="none", max_ngram_order=MAX_NGRAM_ORDER, smooth_method="add-k"
+    ).corpus_score([" ".join(map(str, h)) for h in hyp], [[" ".join(map(str, r)) for r in ref]])
+    # float64 arithmetic over 1000 orders, against sacrebleu's Python floats.
+    torch.testing.assert_close(float(ours) * 100, expected.score, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("smooth_method", ["exp", "floor", "add-k", "none"])
+def test_bleu_scores_carry_sacrebleus_fields(smooth_method):
+    """``bleu_scores`` gives what ``sacrebleu.metrics.BLEU.corpus_score`` gives: score, counts,
+    totals, smoothed precisions, BP and lengths, and its ``format()`` line."""
+    from sacrebleu.metrics import BLEU as SacreBLEU
+
+    from tensortext.bleu import bleu_scores
+
+    hyps = [[5, 6, 7, 8, 9], [5, 6], [], [7, 7, 7]]
+    refs = [[5, 6, 7, 8], [5, 6, 9], [1], [7, 7, 7, 7]]
+    config = BleuConfig(smooth_method=smooth_method, dtype=torch.float64)
+    stats = bleu_stats(pad_ragged(hyps), pad_ragged(refs), config=config)
+    [ours] = bleu_scores(stats.sum(0), config)
+    theirs = SacreBLEU(tokenize="none", smooth_method=smooth_method).corpus_score(
+        [" ".join(map(str, h)) for h in hyps], [[" ".join(map(str, r)) for r in refs]]
+    )
+    # float64 arithmetic in another order than sacrebleu's Python floats.
+    torch.testing.assert_close(ours.score, theirs.score, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ours.precisions, tuple(theirs.precisions), rtol=1e-12, atol=0.0)
+    torch.testing.assert_close(ours.bp, theirs.bp, rtol=1e-12, atol=0.0)
+    assert (ours.sys_len, ours.ref_len) == (theirs.sys_len, theirs.ref_len)
+    # sacrebleu's add-k adds k to its counts and totals of orders 2..N; so do ours.
+    assert (ours.counts, ours.totals) == (tuple(theirs.counts), tuple(theirs.totals))
+    assert str(ours) == str(theirs)
+    assert ours.format(width=4) == theirs.format(width=4)
+    assert ours.format(width=3, score_only=True) == theirs.format(width=3, score_only=True)
+    per_sentence = bleu_scores(stats, config)
+    assert [s.score for s in per_sentence] == (100 * sentence_bleu(
+        pad_ragged(hyps), pad_ragged(refs), config=config)).tolist()  # fmt: skip
+
+
+@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.lists(st.integers(1, 4), max_size=7), st.lists(st.integers(1, 4), max_size=7)),
+        min_size=1,
+        max_size=3,
+    ),
+    smoothing=st.sampled_from(
+        [("add-k", None), ("add-k", 2), ("add-k", 0.5), ("floor", 0.1), ("exp", None)]
+    ),
+    effective_order=st.booleans(),
+)
+def test_bleu_scores_fields_equal_sacrebleus_on_random_sentences(pairs, smoothing, effective_order):
+    """Every field of sacrebleu's ``sentence_score`` (add-k's in-place counts included)."""
+    from sacrebleu.metrics import BLEU as SacreBLEU
+
+    from tensortext.bleu import bleu_scores
+
+    smooth_method, smooth_value = smoothing
+    config = BleuConfig(
+        smooth_method=smooth_method,
+        smooth_value=smooth_value,
+        effective_order=effective_order,
+        dtype=torch.float64,
+    )
+    reference = SacreBLEU(
+        tokenize="none",
+        smooth_method=smooth_method,
+        smooth_value=smooth_value,
+        effective_order=effective_order,
+    )
+    hyps, refs = [list(h) for h, _ in pairs], [list(r) for _, r in pairs]
+    ours = bleu_scores(bleu_stats(pad_ragged(hyps), pad_ragged(refs), config=config), config)
+    for hyp, ref, score in zip(hyps, refs, ours, strict=True):
+        theirs = reference.sentence_score(" ".join(map(str, hyp)), [" ".join(map(str, ref))])
+        assert (score.counts, score.totals) == (tuple(theirs.counts), tuple(theirs.totals))
+        assert (score.sys_len, score.ref_len) == (theirs.sys_len, theirs.ref_len)
+        # float64 arithmetic in another order than sacrebleu's Python floats.
+        torch.testing.assert_close(score.score, theirs.score, rtol=1e-12, atol=1e-12)
+        assert score.format(width=4) == theirs.format(width=4)
+
+
+def test_weights_longer_than_the_maximum_order_name_the_limit():
+    with pytest.raises(ValueError, match=f"at most {MAX_NGRAM_ORDER} orders are supported"):
+        BleuConfig(compat="nltk", weights=[1 / 1001] * 1001)

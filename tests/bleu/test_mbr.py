@@ -164,3 +164,25 @@ def test_mbr_rerank_takes_beam_output_and_any_bleu_config():
     nltk = BleuConfig(compat="nltk", smooth_method="method1", max_ngram_order=2)
     out = mbr_rerank(*candidates, config=nltk)
     assert out.expected_bleu.shape == (1, 3) and out.best.tolist() == [0]
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf], ids=["nan", "+inf"])
+def test_mbr_rerank_refuses_nan_and_positive_inf_scores(bad):
+    """A NaN score silently gave candidate 0 and expected BLEU -inf (a NaN softmax); +inf does
+    the same. Both are refused, naming the entry; -inf (an absent candidate) stays allowed."""
+    candidates = torch.tensor(
+        [[[5, 6, 7], [5, 6, 8], [9, 9, 9]], [[1, 2, 3], [1, 2, 3], [4, 4, 4]]]
+    )
+    lengths = torch.full((2, 3), 3)
+    scores = torch.tensor([[0.0, -1.0, -math.inf], [-2.0, -1.0, -0.5]])
+    assert mbr_rerank(candidates, lengths, scores).best.tolist() == [0, 2]
+    scores[1, 2] = bad
+    with pytest.raises(ValueError, match=rf"scores\[1, 2\] is {bad}; scores must be finite"):
+        mbr_rerank(candidates, lengths, scores)
+    for dtype in (torch.float64, torch.float16):
+        with pytest.raises(ValueError, match=r"scores\[1, 2\]"):
+            mbr_rerank(candidates, lengths, scores.to(dtype))
+    # validate=False skips the host sync, as documented; other sentences are unaffected.
+    checked = mbr_rerank(candidates[:1], lengths[:1], scores[:1])
+    unchecked = mbr_rerank(candidates, lengths, scores, validate=False)
+    assert torch.equal(unchecked.expected_bleu[0], checked.expected_bleu[0])

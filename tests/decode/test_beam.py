@@ -270,13 +270,32 @@ def test_logits_processor_sees_prefixes_and_can_mask():
 
 def test_multiple_eos_ids_and_prompt_start_ids():
     table = sparse_table(11, 10, successors=5)
-    step = table_step(table[None])
-    out = beam_search(step, torch.zeros(6, dtype=torch.int64), batch_size=2, num_beams=3,
-                      eos_id=[EOS, 5], start_ids=torch.tensor([[3, 1], [2, 2]]), max_new_tokens=6,
-                      num_return_sequences=3)  # fmt: skip
+    prompts = torch.tensor([[3, 1], [2, 2]])
+    seen = []
+
+    def step(tokens, state):
+        seen.append(tokens[:, :2].clone())
+        return table[tokens[:, -1]], state
+
+    def search(start_ids):
+        return beam_search(step, None, batch_size=2, num_beams=3, eos_id=[EOS, 5],
+                           start_ids=start_ids, max_new_tokens=6,
+                           num_return_sequences=3)  # fmt: skip
+
+    out = search(prompts)
     for b in range(2):
         for hyp in hypotheses(out, b):
             assert all(t not in (EOS, 5) for t in hyp[:-1])
+    # Every prefix the model sees starts with its sentence's prompt (row r: sentence r // K).
+    assert seen and all(torch.equal(prefix, prompts.repeat_interleave(3, 0)) for prefix in seen)
+    # The table reads the last token only: prompts [3, 1] and [2, 2] search exactly as the
+    # one-token starts 1 and 2, and the output holds the generated tokens only (no prompt).
+    alone = search(torch.tensor([1, 2]))
+    assert torch.equal(out.sequences, alone.sequences) and torch.equal(out.scores, alone.scores)
+    # ... and the prompt matters: swapping the last prompt tokens swaps the sentences' results.
+    swapped = search(torch.tensor([[3, 2], [2, 1]]))
+    assert torch.equal(swapped.sequences, out.sequences.flip(0))
+    assert not torch.equal(swapped.sequences, out.sequences)
 
 
 def test_pad_id_fills_after_the_end():
@@ -449,29 +468,45 @@ def test_non_finite_log_probs_of_dead_rows_and_minus_inf_are_fine():
     assert torch.equal(out.sequences, expected.sequences)
 
 
-def test_the_nan_check_adds_no_host_sync_per_step(monkeypatch):
-    """The check rides on the stop check's copy: the same number of host syncs per step."""
-    model = _table_model()
-    syncs = []
-    original = torch.Tensor.__bool__
+# Every way a tensor's value reaches Python: each is a device-to-host copy on CUDA.
+HOST_SYNCS = ("__bool__", "__int__", "__float__", "__index__", "item", "tolist", "cpu", "numpy")
 
-    def counting_bool(self):
-        syncs.append(1)
-        return original(self)
+
+def test_the_nan_check_adds_no_host_sync_per_step(monkeypatch):
+    """The check rides on the stop check's copy: one host sync per step, whichever way a value
+    reaches Python (``bool``, ``int``, ``float``, ``.item()``, ``.tolist()``, ``.cpu()``...),
+    and one more at most with the check (the last step has no stop check to share)."""
+    model = _table_model()
+    syncs: list[str] = []
+    steps = []
+
+    def counted_model(tokens, state):
+        steps.append(1)
+        return model(tokens, state)
 
     def count(validate):
+        kwargs = {**BEAM_KWARGS, "max_new_tokens": 8}  # built outside the counting
         syncs.clear()
+        steps.clear()
         with monkeypatch.context() as patch:
-            patch.setattr(torch.Tensor, "__bool__", counting_bool)
-            patch.setattr(torch.Tensor, "tolist", lambda self, _t=torch.Tensor.tolist: (
-                syncs.append(1), _t(self))[1])  # fmt: skip
-            patch.setattr(torch.Tensor, "__int__", lambda self, _i=torch.Tensor.__int__: (
-                syncs.append(1), _i(self))[1])  # fmt: skip
-            beam_search(model, None, validate=validate, **{**BEAM_KWARGS, "max_new_tokens": 8})
-        return len(syncs)
+            for name in HOST_SYNCS:
+                original = getattr(torch.Tensor, name)
 
-    # One more at most: the last step, which has no stop check to share.
-    assert count(True) <= count(False) + 1
+                def counting(self, *args, _name=name, _original=original, **kw):
+                    syncs.append(_name)
+                    return _original(self, *args, **kw)
+
+                patch.setattr(torch.Tensor, name, counting)
+            probe = torch.ones(1)
+            float(probe), probe.item(), probe.cpu()  # the counter sees each kind it claims to
+            assert syncs == ["__float__", "item", "cpu"]
+            syncs.clear()
+            beam_search(counted_model, None, validate=validate, **kwargs)
+        return list(syncs)
+
+    unchecked, checked = count(False), count(True)
+    assert 1 <= len(unchecked) <= len(steps), unchecked  # the stop check, once per step
+    assert len(checked) <= len(unchecked) + 1, checked
 
 
 def test_wrong_state_rows_processor_and_bias_outputs_are_value_errors():

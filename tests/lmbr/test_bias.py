@@ -40,6 +40,7 @@ from oracles.lmbr import (
 from strategies import MAX_EXAMPLES, SETTINGS
 from torch import Tensor
 
+from tensortext._checks import MAX_NGRAM_ORDER, MAX_VOCAB_SIZE
 from tensortext.lmbr import (
     Evidence,
     LMBRBias,
@@ -201,6 +202,8 @@ def test_bias_rows_use_their_own_sentence(nbest, max_ngram_order, bos, num_beams
         (dict(p=math.nan, r=0.6), "p must be a positive number"),
         (dict(p=0.7, r=INF), "r must be a positive number"),
         (dict(p=0.7, r=0.6, max_ngram_order=0), "max_ngram_order must be >= 1"),
+        # arange(1e11) was a MemoryError traceback; refused before allocating.
+        (dict(p=0.7, r=0.6, max_ngram_order=10**11), "max_ngram_order must be <= 1000"),
     ],
 )
 def test_lmbr_theta_rejects_bad_settings(kwargs, match):
@@ -227,12 +230,17 @@ def test_lmbr_theta_formula(p, r, T, N):
 
 
 BIAS_ERRORS = {
-    "theta too short": (dict(theta=[-0.1, 0.5]), "theta must hold 3 finite weights"),
-    "theta too long": (dict(theta=lmbr_theta(0.7, 0.6)), "theta must hold 3 finite weights"),
-    "theta nan": (dict(theta=[-0.1, math.nan, 0.5]), "theta must hold 3 finite weights"),
+    "theta too short": (dict(theta=[-0.1, 0.5]), "theta must hold 3 weights .* got 2"),
+    "theta too long": (dict(theta=lmbr_theta(0.7, 0.6)), r"theta must hold 3 .* shape \[5\]"),
+    # A 2-million-entry theta was printed whole: a 10 MB "one-line" error.
+    "theta huge": (dict(theta=[0.1] * 2_000_000), "theta must hold 3 weights .* got 2000000"),
+    "theta huge tensor": (dict(theta=torch.zeros(2_000_000)), r"shape \[2000000\]"),
+    "theta nan": (dict(theta=[-0.1, math.nan, 0.5]), r"theta must be finite, got theta\[1\]"),
     "weight nan": (dict(weight=math.nan), "weight must be finite"),
     "token >= vocab": (dict(vocab_size=5), "evidence token 5 is outside"),
     "vocab 0": (dict(vocab_size=0), "vocab_size must be >= 1"),
+    # A dense [B, V] row per sentence: 2**40 asked for terabytes.
+    "vocab 2**40": (dict(vocab_size=2**40), f"vocab_size must be <= {MAX_VOCAB_SIZE}"),
     "eos >= vocab": (dict(eos_id=8), r"eos_id must be in 0\.\.7"),
     "no eos": (dict(eos_id=[]), r"eos_id must be in 0\.\.7"),
     "prompt_len < 0": (dict(prompt_len=-1), "prompt_len must be >= 0"),
@@ -248,8 +256,9 @@ def test_lmbr_bias_rejects_bad_settings(case):
     )
     kwargs.update(BIAS_ERRORS[case][0])
     posteriors, theta = kwargs.pop("posteriors"), kwargs.pop("theta")
-    with pytest.raises(ValueError, match=BIAS_ERRORS[case][1]):
+    with pytest.raises(ValueError, match=BIAS_ERRORS[case][1]) as info:
         LMBRBias(posteriors, theta, **kwargs)
+    assert len(str(info.value)) < 300, str(info.value)[:400]  # never user data in bulk
 
 
 def test_lmbr_bias_rejects_a_negative_evidence_token():
@@ -435,10 +444,16 @@ def test_factory_with_tables_cuts_theta_to_the_batch_order():
 
 
 FACTORY_ERRORS = {
-    "theta length": (dict(theta=[-0.1, 0.5]), ValueError, "theta must hold 5 finite weights"),
+    "theta length": (dict(theta=[-0.1, 0.5]), ValueError, "theta must hold 5 weights"),
     "order 0": (dict(max_ngram_order=0), ValueError, "max_ngram_order must be >= 1"),
     "weight": (dict(weight=math.inf), ValueError, "weight must be finite"),
     "vocab": (dict(vocab_size=0), ValueError, "vocab_size must be >= 1"),
+    "vocab 2**40": (dict(vocab_size=2**40), ValueError, "vocab_size must be <= 2147483647"),
+    "order 10**6": (
+        dict(max_ngram_order=10**6, theta=[0.1] * (10**6 + 1)),
+        ValueError,
+        f"max_ngram_order must be <= {MAX_NGRAM_ORDER}",
+    ),
     "float ids": (
         dict(evidence=Evidence(TINY_IDS.float(), TINY_LENS, TINY_SCORES)),
         TypeError,

@@ -39,6 +39,7 @@ from oracles.lmbr import (
 from strategies import SETTINGS
 
 import tensortext.lmbr.posteriors as posteriors_module
+from tensortext._checks import MAX_NGRAM_ORDER
 from tensortext.decode import BeamOutput
 from tensortext.lmbr import (
     Evidence,
@@ -158,6 +159,8 @@ POSTERIOR_INPUT_ERRORS = {
     "bool alpha": (dict(alpha=True), TypeError, "alpha must be a number"),
     "max_ngram_order 0": (dict(max_ngram_order=0), ValueError, "max_ngram_order must be >= 1"),
     "float order": (dict(max_ngram_order=2.0), TypeError, "max_ngram_order must be an int"),
+    # 10**6 orders ran for over a minute (one trie table per order).
+    "order 10**6": (dict(max_ngram_order=10**6), ValueError, "max_ngram_order must be <= 1000"),
 }
 
 
@@ -416,3 +419,29 @@ def test_evidence_from_beam_output_drops_eos_and_unnormalizes(length_penalty):
         Evidence.from_beam_output(BeamOutput(sequences, lengths, scores))
     post = ngram_posteriors(*evidence, max_ngram_order=2)
     assert lookup(post, [(5,), (9,), (5, 6)], [0, 0, 0]) == pytest.approx([1.0, 0.0, 0.2689414])
+
+
+def test_orders_above_the_longest_hypothesis_share_one_empty_table():
+    """At the largest order taken, orders above the longest (bos/eos-wrapped) hypothesis share
+    one table (no memory or work per order), look up as 0, and leave the lower orders, and the
+    bias built on them, as they are at order 2."""
+    big = ngram_posteriors(
+        TINY_IDS, TINY_LENS, TINY_SCORES, max_ngram_order=MAX_NGRAM_ORDER, bos_id=1, eos_id=0
+    )
+    small = ngram_posteriors(
+        TINY_IDS, TINY_LENS, TINY_SCORES, max_ngram_order=2, bos_id=1, eos_id=0
+    )
+    width = TINY_IDS.shape[2] + 2  # bos y eos
+    assert big.max_ngram_order == MAX_NGRAM_ORDER
+    assert len({id(t) for t in big.keys}) == width + 1  # orders 1..L, then one shared empty one
+    assert all(big.values[n] is big.values[width] for n in range(width, MAX_NGRAM_ORDER))
+    moved = big.to("cpu")
+    assert len({id(t) for t in moved.keys}) == width + 1  # still shared after a move
+    for order in (1, 2):
+        assert torch.equal(big.keys[order - 1], small.keys[order - 1])
+        assert torch.equal(big.values[order - 1], small.values[order - 1])
+    ngram = torch.zeros((1, width + 1), dtype=torch.int64)
+    assert big.lookup(ngram, torch.zeros(1, dtype=torch.int64)).tolist() == [0.0]
+    theta = lmbr_theta(0.7, 0.6, max_ngram_order=MAX_NGRAM_ORDER)
+    bias = LMBRBias(big, theta, vocab_size=int(TINY_IDS.max()) + 1, eos_id=0)
+    assert bias(torch.tensor([[1, int(TINY_IDS[0, 0, 0])]])).shape == (1, int(TINY_IDS.max()) + 1)

@@ -10,6 +10,8 @@ The pipeline of every entry point (torchmetrics' validate -> format -> update ->
 * :mod:`~tensortext.bleu.functional`: :func:`bleu_stats`, :func:`sentence_bleu`,
   :func:`corpus_bleu`, :func:`bleu_from_stats`; :mod:`~tensortext.bleu.metric`: the
   :class:`BLEU` accumulator (batches and ``torch.distributed`` ranks).
+* :mod:`~tensortext.bleu.result`: :class:`BLEUScore`, a score with its precisions, brevity
+  penalty and lengths, as sacrebleu reports them (what the CLI prints).
 
 ``compat="sacrebleu"`` equals ``sacrebleu.metrics.BLEU(tokenize="none", ...)`` on space-joined
 IDs; ``compat="nltk"`` equals ``nltk.translate.bleu_score`` with ``SmoothingFunction().method0..7``,
@@ -21,14 +23,17 @@ default), which checks lengths and IDs once before any work.
 from tensortext.bleu.config import NLTK_METHODS, SACREBLEU_METHODS, BleuConfig, Compat
 from tensortext.bleu.functional import bleu_from_stats, bleu_stats, corpus_bleu, sentence_bleu
 from tensortext.bleu.metric import BLEU
+from tensortext.bleu.result import BLEUScore, bleu_scores
 
 __all__ = [
     "BLEU",
     "NLTK_METHODS",
     "SACREBLEU_METHODS",
+    "BLEUScore",
     "BleuConfig",
     "Compat",
     "bleu_from_stats",
+    "bleu_scores",
     "bleu_stats",
     "corpus_bleu",
     "sentence_bleu",

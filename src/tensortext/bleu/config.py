@@ -17,7 +17,13 @@ from typing import Any, Literal
 
 import torch
 
-from tensortext._checks import check_choice, check_float, check_int
+from tensortext._checks import (
+    MAX_NGRAM_ORDER,
+    brief,
+    check_choice,
+    check_float,
+    check_ngram_order,
+)
 
 __all__ = ["NLTK_METHODS", "SACREBLEU_METHODS", "BleuConfig", "Compat", "resolve_config"]
 
@@ -38,9 +44,10 @@ class BleuConfig:
     """BLEU's scoring options, validated once (the names and defaults of sacrebleu and NLTK).
 
     Args:
-        max_ngram_order: highest n-gram order ``N`` (``>= 1``).
-        weights: NLTK's per-order weights (``compat="nltk"`` only), ``N`` finite numbers;
-            ``None`` is uniform ``1/N``. Stored as a tuple.
+        max_ngram_order: highest n-gram order ``N``, ``1 <= N <=``
+            :data:`~tensortext._checks.MAX_NGRAM_ORDER` (1000).
+        weights: NLTK's per-order weights (``compat="nltk"`` only), ``N`` finite numbers (so
+            at most 1000); ``None`` is uniform ``1/N``. Stored as a tuple.
         smooth_method: sacrebleu's ``"none"``, ``"floor"``, ``"add-k"``, ``"exp"``; with
             ``compat="nltk"`` also ``"method0"`` .. ``"method7"`` (the sacrebleu names are
             NLTK's methods 0-3).
@@ -98,7 +105,7 @@ class BleuConfig:
         return max(self.max_ngram_order, 5) if self.needs_order5 else self.max_ngram_order
 
     def _check_types(self) -> None:
-        check_int("max_ngram_order", self.max_ngram_order, minimum=1)
+        check_ngram_order("max_ngram_order", self.max_ngram_order)
         if self.weights is not None:
             if isinstance(self.weights, str) or not isinstance(self.weights, Sequence):
                 raise TypeError(
@@ -116,7 +123,7 @@ class BleuConfig:
             check_float("smooth_value", self.smooth_value)
         for name in ("effective_order", "auto_reweigh"):
             if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, got {getattr(self, name)!r}")
+                raise TypeError(f"{name} must be True or False, got {brief(getattr(self, name))}")
         # Half precision cannot even hold corpus counts above 65504 exactly; refuse it.
         if self.dtype not in (torch.float32, torch.float64):
             raise TypeError(f"dtype must be torch.float32 or torch.float64, got {self.dtype}")
@@ -126,10 +133,10 @@ class BleuConfig:
         if self.smooth_method not in SACREBLEU_METHODS:
             hint = ""
             if self.smooth_method in NLTK_METHODS:
-                hint = f" ({self.smooth_method!r} is an NLTK method: pass compat='nltk')"
+                hint = f" ({brief(self.smooth_method)} is an NLTK method: pass compat='nltk')"
             raise ValueError(
                 f"smooth_method must be one of {SACREBLEU_METHODS} with compat='sacrebleu', "
-                f"got {self.smooth_method!r}{hint}"
+                f"got {brief(self.smooth_method)}{hint}"
             )
         if self.weights is not None:
             raise ValueError(
@@ -146,12 +153,17 @@ class BleuConfig:
         if method not in NLTK_METHODS:
             raise ValueError(
                 f"smooth_method must be one of {NLTK_METHODS} (or the sacrebleu aliases "
-                f"{SACREBLEU_METHODS}) with compat='nltk', got {self.smooth_method!r}"
+                f"{SACREBLEU_METHODS}) with compat='nltk', got {brief(self.smooth_method)}"
             )
         if self.effective_order:
             raise ValueError("effective_order is a sacrebleu option; pass compat='sacrebleu'")
         if method == "method6" and self.max_ngram_order < 3:
             raise ValueError("NLTK's method6 needs trigram precision; pass max_ngram_order >= 3")
+        if self.weights is not None and len(self.weights) > MAX_NGRAM_ORDER:
+            raise ValueError(
+                f"weights has {len(self.weights)} entries, one per n-gram order; at most "
+                f"{MAX_NGRAM_ORDER} orders are supported (tensortext._checks.MAX_NGRAM_ORDER)"
+            )
         if self.weights is not None and len(self.weights) != self.max_ngram_order:
             raise ValueError(
                 f"weights has {len(self.weights)} entries but max_ngram_order="
@@ -176,7 +188,7 @@ class BleuConfig:
             return 0.0
         if self.compat == "sacrebleu":
             raise ValueError(
-                f"smooth_method={self.smooth_method!r} takes no smooth_value; pass "
+                f"smooth_method={brief(self.smooth_method)} takes no smooth_value; pass "
                 "smooth_value=None"
             )
         # NLTK's method2 always adds 1; sacrebleu's add-k takes any k.
@@ -201,7 +213,7 @@ def resolve_config(config: BleuConfig | None, **options: Any) -> BleuConfig:
         raise TypeError(f"config must be a BleuConfig or None, got {type(config).__name__}")
     changed = [name for name, value in options.items() if not _is_default(name, value)]
     if changed:
-        given = ", ".join(f"{name}={options[name]!r}" for name in changed)
+        given = ", ".join(f"{name}={brief(options[name])}" for name in changed)
         raise ValueError(
             f"got config= and {given}; pass the options either in the BleuConfig or as "
             f"keywords (e.g. config=dataclasses.replace(config, {changed[0]}=...))"

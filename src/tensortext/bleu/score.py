@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 import sys
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from tensortext.bleu.config import BleuConfig
 
-__all__ = ["check_method6", "check_stats", "score_stats"]
+__all__ = ["ScoreParts", "check_method6", "check_stats", "score_parts", "score_stats"]
 
 # sacrebleu's my_log(0); any precision at 0 drives the score to exactly 0.
 _SACREBLEU_LOG_ZERO = -9999999999.0
@@ -30,10 +31,34 @@ _SACREBLEU_LOG_ZERO = -9999999999.0
 _NLTK_LOG_ZERO = math.log(sys.float_info.min)
 
 
+class ScoreParts(NamedTuple):
+    """A score and the parts the reference libraries report beside it (sacrebleu's
+    ``BLEUScore``), over leading dims ``[...]``."""
+
+    score: Tensor  # [...] in 0..1
+    precisions: Tensor  # [..., N] in percent, as reported: sacrebleu's smoothed, NLTK's plain
+    brevity: Tensor  # [...] the brevity penalty
+
+
+def _brevity(hyp_len: Tensor, ref_len: Tensor, compat: str) -> Tensor:
+    """``exp(1 - r / c)`` when the hypotheses are shorter, else 1; 0 for shorter hypotheses of
+    no tokens. Without tokens on either side sacrebleu says 1, NLTK 0 (the score is 0 anyway)."""
+    shorter = hyp_len < ref_len if compat == "sacrebleu" else (hyp_len <= ref_len)
+    return torch.where(
+        shorter,
+        torch.where(hyp_len > 0, torch.exp(1 - ref_len / hyp_len.clamp(min=1)), 0.0),
+        1.0,
+    )
+
+
 def _sacrebleu_score(
     hyp_len: Tensor, ref_len: Tensor, correct: Tensor, total: Tensor, config: BleuConfig
-) -> Tensor:
-    """``sacrebleu.metrics.BLEU.compute_bleu`` over leading dims; inputs in ``config.dtype``."""
+) -> ScoreParts:
+    """``sacrebleu.metrics.BLEU.compute_bleu`` over leading dims; inputs in ``config.dtype``.
+
+    The reported precisions are computed as sacrebleu computes them (``100 * correct / total``,
+    in that order), so that they round as sacrebleu's do.
+    """
     num_orders = correct.shape[-1]
     any_match = (correct > 0).any(dim=-1)
     if config.method == "add-k":
@@ -45,13 +70,18 @@ def _sacrebleu_score(
     alive = torch.cumprod(total != 0, dim=-1).bool()
     safe_total = torch.where(total == 0, 1, total)
     precision = correct / safe_total
+    percent = 100.0 * correct / safe_total
     no_match = alive & (correct == 0)
     if config.method == "exp":
         halvings = torch.cumsum(no_match, dim=-1).to(correct.dtype)
         precision = torch.where(no_match, 1.0 / (2.0**halvings * safe_total), precision)
+        percent = torch.where(no_match, 100.0 / (2.0**halvings * safe_total), percent)
     elif config.method == "floor":
         precision = torch.where(no_match, config.smoothing / safe_total, precision)
+        percent = torch.where(no_match, 100.0 * config.smoothing / safe_total, percent)
     precision = torch.where(alive, precision, 0.0)
+    # sacrebleu reports all precisions as 0 when nothing matches (its early return).
+    percent = torch.where(alive & any_match.unsqueeze(-1), percent, 0.0)
     log_precision = torch.where(
         precision > 0, torch.log(torch.where(precision > 0, precision, 1.0)), _SACREBLEU_LOG_ZERO
     )
@@ -62,12 +92,8 @@ def _sacrebleu_score(
     orders = torch.arange(num_orders, device=correct.device)
     used = orders < eff_order.unsqueeze(-1)
     mean_log = torch.where(used, log_precision, 0.0).sum(dim=-1) / eff_order.to(correct.dtype)
-    brevity = torch.where(
-        hyp_len < ref_len,
-        torch.where(hyp_len > 0, torch.exp(1 - ref_len / hyp_len.clamp(min=1)), 0.0),
-        1.0,
-    )
-    return torch.where(any_match, brevity * torch.exp(mean_log), 0.0)
+    brevity = _brevity(hyp_len, ref_len, "sacrebleu")
+    return ScoreParts(torch.where(any_match, brevity * torch.exp(mean_log), 0.0), percent, brevity)
 
 
 def _nltk_score(
@@ -77,17 +103,19 @@ def _nltk_score(
     total: Tensor,
     config: BleuConfig,
     last: tuple[Tensor, Tensor, Tensor],
-) -> Tensor:
+) -> ScoreParts:
     """``nltk.translate.bleu_score.corpus_bleu`` from statistics over leading dims.
 
     ``last`` is ``(hyp_len, correct_5, total_5)`` of the sentence NLTK's methods 5-7 read: the
-    sentence itself at sentence level, the last sentence at corpus level.
+    sentence itself at sentence level, the last sentence at corpus level. The reported
+    precisions are NLTK's modified precisions, before smoothing.
     """
     num_orders = correct.shape[-1]
     method = config.method
     total = total.clamp(min=1)
     zero = correct == 0
     precision = correct / total
+    percent = 100.0 * correct / total
     log_floor: Tensor | None = None
     if method == "method0":
         log_floor = zero
@@ -115,15 +143,11 @@ def _nltk_score(
     if log_floor is not None:
         log_precision = torch.where(log_floor, _NLTK_LOG_ZERO, log_precision)
     weights = _nltk_weights(hyp_len, num_orders, config)
-    brevity = torch.where(
-        hyp_len > ref_len,
-        1.0,
-        torch.where(hyp_len == 0, 0.0, torch.exp(1 - ref_len / hyp_len.clamp(min=1))),
-    )
+    brevity = _brevity(hyp_len, ref_len, "nltk")
     score = brevity * torch.exp((weights * log_precision).sum(dim=-1))
     no_unigram = correct[..., 0] == 0
     score = torch.where(invalid, torch.nan, score)
-    return torch.where(no_unigram, 0.0, score)
+    return ScoreParts(torch.where(no_unigram, 0.0, score), percent, brevity)
 
 
 def _nltk_method4(
@@ -183,6 +207,19 @@ def _nltk_weights(hyp_len: Tensor, num_orders: int, config: BleuConfig) -> Tenso
 def score_stats(stats: Tensor, last: Tensor, config: BleuConfig) -> Tensor:
     """Scores rows of statistics under ``config``: the score half of the stats -> score pair.
 
+    ``score_parts(stats, last, config).score``; see :func:`score_parts` for the arguments.
+
+    Returns:
+        ``[...]`` scores of ``config.dtype``; NaN where NLTK's method6 is undefined (see
+        :func:`check_method6`).
+    """
+    return score_parts(stats, last, config).score
+
+
+def score_parts(stats: Tensor, last: Tensor, config: BleuConfig) -> ScoreParts:
+    """Scores rows of statistics under ``config``, with the precisions and brevity penalty
+    that went into them (what sacrebleu's ``BLEUScore`` reports).
+
     Args:
         stats: ``[..., 2 + 2N']`` integer statistics with ``N' >= config.stats_order`` (checked
             by :func:`check_stats` where they come from the user).
@@ -192,8 +229,9 @@ def score_stats(stats: Tensor, last: Tensor, config: BleuConfig) -> Tensor:
         config: the scoring options.
 
     Returns:
-        ``[...]`` scores of ``config.dtype``; NaN where NLTK's method6 is undefined (see
-        :func:`check_method6`).
+        :class:`ScoreParts` of ``config.dtype``: ``score [...]`` (NaN where NLTK's method6 is
+        undefined, see :func:`check_method6`), ``precisions [..., N]`` in percent and
+        ``brevity [...]``.
     """
     num_orders = config.max_ngram_order
     stats_orders = (stats.shape[-1] - 2) // 2

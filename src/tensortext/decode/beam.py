@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -40,7 +40,9 @@ from tensortext.decode.output import BeamOutput
 from tensortext.decode.pool import HypothesisPool, expand_like, extend_candidates
 from tensortext.decode.search_state import Beams, Candidates, SearchSpec
 from tensortext.decode.settings import (
+    BeamSettings,
     EarlyStopping,
+    Finished,
     check_log_probs,
     check_settings,
     check_start_ids,
@@ -50,7 +52,7 @@ from tensortext.decode.settings import (
     raise_invalid_log_probs,
 )
 
-__all__ = ["BeamOutput", "EarlyStopping", "beam_search", "check_settings"]
+__all__ = ["BeamOutput", "BeamSettings", "EarlyStopping", "beam_search", "check_settings", "search"]
 
 State = TypeVar("State")
 StepFn = Callable[[Tensor, State], tuple[Tensor, State]]
@@ -71,7 +73,7 @@ def beam_search(
     min_new_tokens: int = 0,
     length_penalty: float = 1.0,
     early_stopping: EarlyStopping = False,
-    finished: Literal["refill", "mask"] = "refill",
+    finished: Finished = "refill",
     prune_threshold: float | None = None,
     num_return_sequences: int = 1,
     score_bias: ScoreBias | None = None,
@@ -154,10 +156,8 @@ def beam_search(
         >>> best.ids.tolist(), best.lengths.tolist()
         ([[1, -1]], [1])
     """
-    eos_ids = check_settings(
-        batch_size=batch_size,
+    settings = BeamSettings(
         num_beams=num_beams,
-        eos_id=eos_id,
         max_new_tokens=max_new_tokens,
         min_new_tokens=min_new_tokens,
         length_penalty=length_penalty,
@@ -165,20 +165,47 @@ def beam_search(
         finished=finished,
         prune_threshold=prune_threshold,
         num_return_sequences=num_return_sequences,
-        pad_id=pad_id,
-        vocab_size=vocab_size,
+    )
+    return search(
+        step_fn, state, settings, batch_size=batch_size, eos_id=eos_id, start_ids=start_ids,
+        score_bias=score_bias, logits_processor=logits_processor, reorder=reorder,
+        pad_id=pad_id, vocab_size=vocab_size, output_token_scores=output_token_scores,
+        validate=validate,
+    )  # fmt: skip
+
+
+def search(
+    step_fn: StepFn[State],
+    state: State,
+    settings: BeamSettings,
+    *,
+    batch_size: int,
+    eos_id: int | Sequence[int],
+    start_ids: Tensor,
+    score_bias: ScoreBias | None = None,
+    logits_processor: LogitsProcessor | None = None,
+    reorder: ReorderFn[State] | None = None,
+    pad_id: int | None = None,
+    vocab_size: int | None = None,
+    output_token_scores: bool = False,
+    validate: bool = True,
+) -> BeamOutput:
+    """:func:`beam_search` with its settings as one :class:`BeamSettings` (what
+    :func:`~tensortext.decode.translate` and the HF entry points call); the other arguments
+    are :func:`beam_search`'s."""
+    if not isinstance(settings, BeamSettings):
+        raise TypeError(f"settings must be a BeamSettings, got {type(settings).__name__}")
+    eos_ids = settings.check_search(
+        batch_size=batch_size, eos_id=eos_id, pad_id=pad_id, vocab_size=vocab_size
     )
     start_ids = check_start_ids(start_ids, batch_size)
     if reorder is None:
-        check_state_rows(state, batch_size * num_beams)
-    spec = SearchSpec.create(
-        start_ids, num_beams, eos_ids, max_new_tokens, min_new_tokens, length_penalty,
-        early_stopping, finished, prune_threshold, pad_id, output_token_scores, validate,
-    )  # fmt: skip
+        check_state_rows(state, batch_size * settings.num_beams)
+    spec = SearchSpec.create(start_ids, settings, eos_ids, pad_id, output_token_scores, validate)
     reorder_fn: Callable[[Any, Tensor], Any] = reorder if reorder is not None else reorder_state
     pool = _search(step_fn, state, reorder_fn, spec.initial_beams(start_ids), spec,
                    logits_processor, score_bias)  # fmt: skip
-    return pool.best(num_return_sequences, spec.P, spec.fill_id, spec.eos)
+    return pool.best(settings.num_return_sequences, spec.P, spec.fill_id, spec.eos)
 
 
 def _search(

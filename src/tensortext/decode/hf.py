@@ -22,15 +22,16 @@ Both are thin wrappers over :class:`~tensortext.decode.hf_decoder.HFDecoder` (th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+from typing import Any
 
 import torch
 from torch import Tensor
 
-from tensortext.decode.beam import BeamOutput, EarlyStopping, ScoreBias, beam_search
+from tensortext.decode.beam import BeamOutput, EarlyStopping, ScoreBias, search
 from tensortext.decode.hf_config import hf_module
 from tensortext.decode.hf_decoder import HFDecoder, HFState
-from tensortext.decode.settings import check_settings
+from tensortext.decode.settings import BeamSettings, Finished
 from tensortext.padded import PAD_ID
 
 __all__ = ["HFDecoder", "HFState", "beam_search_hf", "generate"]
@@ -85,7 +86,7 @@ def generate(
             f"num_return_sequences={R} needs beam search; pass num_beams >= {R} (greedy search "
             "returns one sequence per input)"
         )
-    _check_beam_settings(decoder, input_ids, num_beams, R, min_new_tokens=0)
+    settings = _beam_settings(decoder, input_ids, num_beams, R, min_new_tokens=0)
     record = bool(config.return_dict_in_generate and config.output_scores)
     start_ids, state = decoder.prepare_inputs(input_ids, attention_mask, num_beams)
     if num_beams == 1:
@@ -94,9 +95,7 @@ def generate(
     recorder = _ScoreRecorder() if record else None
     # generate pads beam output with pad_token_id, or the first EOS where that is unset or 0.
     pad_id = decoder.pad_token_id or decoder.eos_ids[0]
-    out = _search(
-        decoder, start_ids, state, num_return_sequences=R, logits_processor=recorder, pad_id=pad_id
-    )
+    out = _search(decoder, start_ids, state, settings, logits_processor=recorder, pad_id=pad_id)
     sequences = torch.cat(
         (start_ids.repeat_interleave(R, 0), out.sequences.flatten(0, 1)), dim=1
     )  # [B*R, P + T]
@@ -116,7 +115,7 @@ def beam_search_hf(
     length_penalty: float | None = None,
     early_stopping: EarlyStopping | None = None,
     num_return_sequences: int = 1,
-    finished: Literal["refill", "mask"] = "refill",
+    finished: Finished = "refill",
     prune_threshold: float | None = None,
     score_bias: ScoreBias | None = None,
     logits_processor: Any | None = None,
@@ -171,14 +170,13 @@ def beam_search_hf(
     input_ids, attention_mask = decoder.check_inputs(input_ids, attention_mask)
     # Check every setting before the encoder or the prefill runs.
     min_new = decoder.generation_config.min_new_tokens
-    _check_beam_settings(
+    settings = _beam_settings(
         decoder, input_ids, num_beams, num_return_sequences, min_new_tokens=int(min_new or 0),
         finished=finished, prune_threshold=prune_threshold,
     )  # fmt: skip
     start_ids, state = decoder.prepare_inputs(input_ids, attention_mask, num_beams)
     return _search(
-        decoder, start_ids, state, num_return_sequences=num_return_sequences,
-        finished=finished, prune_threshold=prune_threshold, score_bias=score_bias,
+        decoder, start_ids, state, settings, score_bias=score_bias,
         output_token_scores=output_token_scores, pad_id=PAD_ID,
     )  # fmt: skip
 
@@ -227,24 +225,27 @@ def _inferred_mask(decoder: HFDecoder, input_ids: Tensor) -> Tensor | None:
     return (~is_pad).long() if bool(is_pad.any()) else None
 
 
-def _check_beam_settings(
+def _beam_settings(
     decoder: HFDecoder,
     input_ids: Tensor,
     num_beams: int,
     num_return_sequences: int,
     *,
     min_new_tokens: int,
-    finished: str = "refill",
+    finished: Finished = "refill",
     prune_threshold: float | None = None,
-) -> None:
-    """:func:`~tensortext.decode.settings.check_settings` on the resolved configuration."""
+) -> BeamSettings:
+    """The search's :class:`BeamSettings` from the resolved generation configuration, checked
+    against the model and the batch before the encoder or the prefill runs.
+
+    ``min_new_tokens`` is checked here but applied by the model's processors (inside
+    :meth:`HFDecoder.step`, in ``generate``'s order), so the search itself gets 0.
+    """
     config = decoder.generation_config
     prompt_len = input_ids.shape[1] if decoder.start_id is None else 1
     lengths = decoder.search_lengths(prompt_len, input_ids.shape[1])
-    check_settings(
-        batch_size=input_ids.shape[0],
+    settings = BeamSettings(
         num_beams=num_beams,
-        eos_id=decoder.eos_ids,
         max_new_tokens=lengths.max_new_tokens,
         min_new_tokens=min_new_tokens,
         length_penalty=config.length_penalty,
@@ -252,41 +253,37 @@ def _check_beam_settings(
         finished=finished,
         prune_threshold=prune_threshold,
         num_return_sequences=num_return_sequences,
+    )
+    settings.check_search(
+        batch_size=input_ids.shape[0],
+        eos_id=decoder.eos_ids,
         pad_id=decoder.pad_token_id,
         vocab_size=decoder.vocab_size,
     )
+    return dataclasses.replace(settings, min_new_tokens=0)
 
 
 def _search(
     decoder: HFDecoder,
     start_ids: Tensor,
     state: HFState,
+    settings: BeamSettings,
     *,
-    num_return_sequences: int,
-    finished: Literal["refill", "mask"] = "refill",
-    prune_threshold: float | None = None,
     score_bias: ScoreBias | None = None,
     logits_processor: Any | None = None,
     output_token_scores: bool = False,
     pad_id: int,
 ) -> BeamOutput:
-    """:func:`beam_search` with the decoder; the processors (``min_new_tokens`` included) run
-    inside :meth:`HFDecoder.step`, in ``generate``'s order."""
-    config = decoder.generation_config
+    """:func:`~tensortext.decode.beam.search` with the decoder; the processors
+    (``min_new_tokens`` included) run inside :meth:`HFDecoder.step`, in ``generate``'s order."""
     with torch.inference_mode():
-        return beam_search(
+        return search(
             decoder.step,
             state,
+            settings,
             batch_size=start_ids.shape[0],
-            num_beams=state.num_beams,
             eos_id=decoder.eos_ids,
             start_ids=start_ids,
-            max_new_tokens=state.lengths.max_new_tokens,
-            length_penalty=float(config.length_penalty),
-            early_stopping=config.early_stopping,
-            finished=finished,
-            prune_threshold=prune_threshold,
-            num_return_sequences=num_return_sequences,
             score_bias=score_bias,
             logits_processor=logits_processor,
             reorder=decoder.reorder,

@@ -26,6 +26,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from tensortext._checks import brief
+
 __all__ = [
     "GenerationLengths",
     "as_id_list",
@@ -133,7 +135,7 @@ def _refuse_other_methods(config: Any) -> None:
         value = getattr(config, name, off)
         if value is not None and value != off:
             raise ValueError(
-                f"{name}={value!r} is not beam search; tensortext.decode.hf.generate does "
+                f"{name}={brief(value)} is not beam search; tensortext.decode.hf.generate does "
                 f"deterministic beam search only. {instead[0].upper()}{instead[1:]}."
             )
 

@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from tensortext.decode.pool import HypothesisPool, widen
-from tensortext.decode.settings import EarlyStopping
+from tensortext.decode.settings import BeamSettings, EarlyStopping
 from tensortext.padded import PAD_ID
 
 __all__ = ["INITIAL_CAPACITY", "Beams", "Candidates", "SearchSpec"]
@@ -63,21 +63,17 @@ class SearchSpec:
     def create(
         cls,
         start_ids: Tensor,
-        num_beams: int,
+        settings: BeamSettings,
         eos_ids: list[int],
-        max_new_tokens: int,
-        min_new_tokens: int,
-        length_penalty: float,
-        early_stopping: EarlyStopping,
-        finished: str,
-        prune_threshold: float | None,
         pad_id: int | None,
         with_token_scores: bool,
         validate: bool,
     ) -> SearchSpec:
+        """The constants of a search of ``settings`` (validated) from ``[B, P]`` start IDs."""
         device = start_ids.device
-        B, K = start_ids.shape[0], num_beams
-        refill = finished == "refill"
+        B, K = start_ids.shape[0], settings.num_beams
+        refill = settings.finished == "refill"
+        max_new_tokens, prune_threshold = settings.max_new_tokens, settings.prune_threshold
         return cls(
             B=B,
             K=K,
@@ -92,9 +88,9 @@ class SearchSpec:
             num_candidates=max(2, 1 + len(eos_ids)) * K if refill else K,
             log_prune=math.log(prune_threshold) if prune_threshold else None,
             max_new_tokens=max_new_tokens,
-            min_new_tokens=min_new_tokens,
-            length_penalty=float(length_penalty),
-            early_stopping=early_stopping,
+            min_new_tokens=settings.min_new_tokens,
+            length_penalty=settings.length_penalty,
+            early_stopping=settings.early_stopping,
             with_token_scores=with_token_scores,
             validate=validate,
             sentence_offsets=torch.arange(B, device=device)[:, None] * K,

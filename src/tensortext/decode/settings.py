@@ -1,7 +1,10 @@
-"""Validation of :func:`~tensortext.decode.beam.beam_search`'s settings, before any work.
+"""Beam search settings, declared and validated once: :class:`BeamSettings`.
 
-Shared by the beam search itself, :func:`~tensortext.decode.translate` and the Hugging Face
-entry points, so a setting is checked the same way (and with the same exception) everywhere.
+:func:`~tensortext.decode.beam.beam_search`, :func:`~tensortext.decode.translate` and
+:func:`~tensortext.decode.hf.beam_search_hf` keep their keyword options (HF's names and
+defaults) and build one ``BeamSettings`` from them; the search reads only the settings object,
+so a setting is checked the same way (and with the same exception) everywhere, and the defaults
+live here (``tests/decode`` checks that every public signature repeats them).
 """
 
 from __future__ import annotations
@@ -9,12 +12,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
 from tensortext._checks import (
+    brief,
     check_choice,
     check_float,
     check_int,
@@ -24,7 +29,9 @@ from tensortext._checks import (
 
 __all__ = [
     "MAX_NEW_TOKENS",
+    "BeamSettings",
     "EarlyStopping",
+    "Finished",
     "check_length_penalty",
     "check_log_probs",
     "check_settings",
@@ -37,10 +44,104 @@ __all__ = [
 ]
 
 EarlyStopping = bool | Literal["never"]
+Finished = Literal["refill", "mask"]
 
 # Lengths are int64. Any max_new_tokens up to this costs only the steps a search takes: its
 # buffers grow with the search (tensortext.decode.search_state).
 MAX_NEW_TOKENS = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class BeamSettings:
+    """The settings of one beam search, validated when built (HF ``generate``'s names).
+
+    Args:
+        num_beams: ``K``, beams per sentence.
+        max_new_tokens: Most tokens to generate per hypothesis, EOS included; at most
+            ``2**63 - 1`` (memory follows the tokens generated).
+        min_new_tokens: EOS is forbidden while fewer tokens than this have been generated.
+        length_penalty: Exponent of the length in the score normalization.
+        early_stopping: ``True``, ``False`` or ``"never"`` (see
+            :func:`~tensortext.decode.beam.beam_search`).
+        finished: ``"refill"`` (HF semantics) or ``"mask"`` (the paper's Algorithm 1).
+        prune_threshold: Drop candidates below this fraction of the best one's probability,
+            in ``(0, 1]``; ``None`` keeps all.
+        num_return_sequences: ``R``, hypotheses returned per sentence, ``1 <= R <= K``.
+
+    Raises:
+        TypeError: a setting of the wrong type.
+        ValueError: a setting out of range or inconsistent with another.
+
+    Example:
+        >>> BeamSettings(num_beams=4, max_new_tokens=20).finished
+        'refill'
+    """
+
+    num_beams: int
+    max_new_tokens: int
+    min_new_tokens: int = 0
+    length_penalty: float = 1.0
+    early_stopping: EarlyStopping = False
+    finished: Finished = "refill"
+    prune_threshold: float | None = None
+    num_return_sequences: int = 1
+
+    def __post_init__(self) -> None:
+        check_int("num_beams", self.num_beams, minimum=1)
+        check_int("max_new_tokens", self.max_new_tokens, minimum=1)
+        if self.max_new_tokens > MAX_NEW_TOKENS:
+            raise ValueError(
+                f"max_new_tokens must be <= 2**63 - 1 (lengths are int64), got "
+                f"{brief(self.max_new_tokens)}; memory follows the tokens actually generated, "
+                "so max_new_tokens=2**40 costs no more than the search needs"
+            )
+        check_int("min_new_tokens", self.min_new_tokens, minimum=0)
+        check_int("num_return_sequences", self.num_return_sequences, minimum=1)
+        if self.min_new_tokens > self.max_new_tokens:
+            raise ValueError(
+                f"min_new_tokens ({self.min_new_tokens}) exceeds max_new_tokens "
+                f"({self.max_new_tokens}): no hypothesis could end; lower min_new_tokens or "
+                "raise max_new_tokens"
+            )
+        if self.num_return_sequences > self.num_beams:
+            raise ValueError(
+                f"num_return_sequences ({self.num_return_sequences}) must be <= num_beams "
+                f"({self.num_beams})"
+            )
+        check_choice("finished", self.finished, ("refill", "mask"))
+        length_penalty = check_float("length_penalty", self.length_penalty)
+        check_length_penalty(length_penalty, self.max_new_tokens)
+        object.__setattr__(self, "length_penalty", length_penalty)
+        stopping = self.early_stopping
+        if not (stopping is True or stopping is False or stopping == "never"):
+            raise ValueError(
+                f"early_stopping must be True, False or 'never', got {brief(stopping)}"
+            )
+        if self.prune_threshold is not None:
+            check_float("prune_threshold", self.prune_threshold)
+            if not 0.0 < self.prune_threshold <= 1.0:
+                raise ValueError(
+                    "prune_threshold must be in (0, 1] (e.g. 0.01) or None, got "
+                    f"{brief(self.prune_threshold)}"
+                )
+
+    def check_search(
+        self,
+        *,
+        batch_size: int,
+        eos_id: int | Sequence[int],
+        pad_id: int | None,
+        vocab_size: int | None,
+    ) -> list[int]:
+        """The checks that need the model or the batch; returns the EOS IDs as a list."""
+        check_int("batch_size", batch_size, minimum=1)
+        eos_ids = eos_list(eos_id)
+        if vocab_size is not None:
+            vocab = check_int("vocab_size", vocab_size, minimum=1)
+            check_vocab_fits(self.num_beams, eos_ids, vocab, finished=self.finished)
+        if pad_id is not None:
+            check_int("pad_id", pad_id)
+        return eos_ids
 
 
 def check_settings(
@@ -58,49 +159,28 @@ def check_settings(
     pad_id: int | None,
     vocab_size: int | None,
 ) -> list[int]:
-    """Validate the scalar options before any work; return the EOS IDs as a list.
+    """Validate the settings before any work; return the EOS IDs as a list.
+
+    :class:`BeamSettings` and :meth:`BeamSettings.check_search` in one call.
 
     Raises:
         TypeError: a setting of the wrong type.
         ValueError: a setting out of range or inconsistent with another.
     """
     check_int("batch_size", batch_size, minimum=1)
-    check_int("num_beams", num_beams, minimum=1)
-    check_int("max_new_tokens", max_new_tokens, minimum=1)
-    if max_new_tokens > MAX_NEW_TOKENS:
-        raise ValueError(
-            f"max_new_tokens must be <= 2**63 - 1 (lengths are int64), got {max_new_tokens}; "
-            "memory follows the tokens actually generated, so max_new_tokens=2**40 costs no "
-            "more than the search needs"
-        )
-    check_int("min_new_tokens", min_new_tokens, minimum=0)
-    check_int("num_return_sequences", num_return_sequences, minimum=1)
-    if min_new_tokens > max_new_tokens:
-        raise ValueError(
-            f"min_new_tokens ({min_new_tokens}) exceeds max_new_tokens ({max_new_tokens}): no "
-            "hypothesis could end; lower min_new_tokens or raise max_new_tokens"
-        )
-    if num_return_sequences > num_beams:
-        raise ValueError(
-            f"num_return_sequences ({num_return_sequences}) must be <= num_beams ({num_beams})"
-        )
-    eos_ids = eos_list(eos_id)
-    check_choice("finished", finished, ("refill", "mask"))
-    if vocab_size is not None:
-        vocab = check_int("vocab_size", vocab_size, minimum=1)
-        check_vocab_fits(num_beams, eos_ids, vocab, finished=finished)
-    if pad_id is not None:
-        check_int("pad_id", pad_id)
-    check_length_penalty(check_float("length_penalty", length_penalty), max_new_tokens)
-    if not (early_stopping is True or early_stopping is False or early_stopping == "never"):
-        raise ValueError(f"early_stopping must be True, False or 'never', got {early_stopping!r}")
-    if prune_threshold is not None:
-        check_float("prune_threshold", prune_threshold)
-        if not 0.0 < prune_threshold <= 1.0:
-            raise ValueError(
-                f"prune_threshold must be in (0, 1] (e.g. 0.01) or None, got {prune_threshold!r}"
-            )
-    return eos_ids
+    settings = BeamSettings(
+        num_beams=num_beams,
+        max_new_tokens=max_new_tokens,
+        min_new_tokens=min_new_tokens,
+        length_penalty=length_penalty,
+        early_stopping=early_stopping,
+        finished=finished,  # type: ignore[arg-type]
+        prune_threshold=prune_threshold,
+        num_return_sequences=num_return_sequences,
+    )
+    return settings.check_search(
+        batch_size=batch_size, eos_id=eos_id, pad_id=pad_id, vocab_size=vocab_size
+    )
 
 
 def eos_list(eos_id: int | Sequence[int] | Tensor) -> list[int]:

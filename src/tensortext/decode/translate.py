@@ -8,16 +8,16 @@ section 4.5: 24,000 vs 17,000 words per minute at 7 sentences per batch). Any
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal
 
 import torch
 from torch import Tensor
 
 from tensortext._checks import check_int, check_integer_tensor, check_shape
-from tensortext.decode.beam import BeamOutput, EarlyStopping, ScoreBias, beam_search
+from tensortext.decode.beam import BeamOutput, EarlyStopping, ScoreBias, search
 from tensortext.decode.decoder import Decoder
-from tensortext.decode.settings import check_settings
+from tensortext.decode.settings import BeamSettings, Finished
 from tensortext.padded import PAD_ID
 
 __all__ = ["BiasFactory", "length_batches", "translate"]
@@ -87,7 +87,7 @@ def translate(
     min_new_tokens: int = 0,
     length_penalty: float = 1.0,
     early_stopping: EarlyStopping = False,
-    finished: Literal["refill", "mask"] = "refill",
+    finished: Finished = "refill",
     prune_threshold: float | None = None,
     num_return_sequences: int = 1,
     score_bias: BiasFactory | None = None,
@@ -123,10 +123,13 @@ def translate(
     check_shape("src_ids", src_ids, [None, None], "[N, S]")
     check_integer_tensor("lengths", lengths, shape="[N]")
     check_shape("lengths", lengths, [src_ids.shape[0]], f"[N] = [{src_ids.shape[0]}]")
-    _check_before_prepare(decoder, max_new_tokens, num_beams=num_beams,
-        min_new_tokens=min_new_tokens, length_penalty=length_penalty, finished=finished,
-        early_stopping=early_stopping, prune_threshold=prune_threshold,
-        num_return_sequences=num_return_sequences)  # fmt: skip
+    settings = _checked_settings(decoder, BeamSettings(
+        num_beams=num_beams,
+        max_new_tokens=max(1, min_new_tokens) if callable(max_new_tokens) else max_new_tokens,
+        min_new_tokens=min_new_tokens, length_penalty=length_penalty,
+        early_stopping=early_stopping, finished=finished, prune_threshold=prune_threshold,
+        num_return_sequences=num_return_sequences,
+    ))  # fmt: skip
     device = src_ids.device
     results: list[tuple[Tensor, BeamOutput]] = []
     finished_count = 0
@@ -137,20 +140,15 @@ def translate(
         batch_lengths = lengths[batch]
         longest = int(batch_lengths.max())  # one sync per batch, to crop the padding
         start_ids, state = decoder.prepare(src_ids[batch, :longest], batch_lengths, num_beams)
-        out = beam_search(
+        if callable(max_new_tokens):
+            settings = dataclasses.replace(settings, max_new_tokens=max_new_tokens(longest))
+        out = search(
             decoder.step,
             state,
+            settings,
             batch_size=batch.numel(),
-            num_beams=num_beams,
             eos_id=decoder.eos_id,
             start_ids=start_ids,
-            max_new_tokens=max_new_tokens(longest) if callable(max_new_tokens) else max_new_tokens,
-            min_new_tokens=min_new_tokens,
-            length_penalty=length_penalty,
-            early_stopping=early_stopping,
-            finished=finished,
-            prune_threshold=prune_threshold,
-            num_return_sequences=num_return_sequences,
             score_bias=None if score_bias is None else score_bias(batch, start_ids.shape[1]),
             reorder=decoder.reorder,
             vocab_size=decoder.vocab_size,
@@ -162,22 +160,14 @@ def translate(
     return _in_input_order(results, src_ids.shape[0], num_return_sequences, decoder, device)
 
 
-def _check_before_prepare(
-    decoder: Decoder, max_new_tokens: int | Callable[[int], int], **settings: Any
-) -> None:
-    """Every setting against the decoder's vocabulary before ``prepare()`` allocates anything (a
-    KV cache of ``B*K`` rows for ``num_beams=30000`` is gigabytes). A callable ``max_new_tokens``
-    is checked per batch, by ``beam_search``."""
-    check_settings(
-        batch_size=1,
-        eos_id=decoder.eos_id,
-        max_new_tokens=(
-            max(1, settings["min_new_tokens"]) if callable(max_new_tokens) else max_new_tokens
-        ),
-        pad_id=None,
-        vocab_size=decoder.vocab_size,
-        **settings,
+def _checked_settings(decoder: Decoder, settings: BeamSettings) -> BeamSettings:
+    """``settings`` checked against the decoder's vocabulary before ``prepare()`` allocates
+    anything (a KV cache of ``B*K`` rows for ``num_beams=30000`` is gigabytes). A callable
+    ``max_new_tokens`` is checked per batch, when the settings are replaced."""
+    settings.check_search(
+        batch_size=1, eos_id=decoder.eos_id, pad_id=None, vocab_size=decoder.vocab_size
     )
+    return settings
 
 
 def _in_input_order(

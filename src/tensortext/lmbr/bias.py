@@ -29,9 +29,12 @@ import torch
 from torch import Tensor
 
 from tensortext._checks import (
+    MAX_VOCAB_SIZE,
+    brief,
     check_float,
     check_int,
     check_integer_tensor,
+    check_ngram_order,
     check_same_device,
 )
 from tensortext.lmbr.posteriors import Evidence, NgramPosteriors, check_evidence, ngram_posteriors
@@ -50,14 +53,15 @@ def lmbr_theta(p: float, r: float, *, T: float = 10.0, max_ngram_order: int = 4)
         p: Unigram precision, > 0.
         r: Precision ratio, > 0.
         T: Temperature, > 0.
-        max_ngram_order: ``N``.
+        max_ngram_order: ``N``, at most :data:`~tensortext._checks.MAX_NGRAM_ORDER`.
 
     Returns:
         ``[N + 1]`` float64.
 
     Raises:
         TypeError: a setting that is not a number (or not an int, for ``max_ngram_order``).
-        ValueError: a setting that is not finite and positive, or ``max_ngram_order < 1``.
+        ValueError: a setting that is not finite and positive, or ``max_ngram_order`` outside
+            ``1..MAX_NGRAM_ORDER``.
 
     Example:
         >>> [round(x, 4) for x in lmbr_theta(0.741, 0.62).tolist()]
@@ -65,8 +69,8 @@ def lmbr_theta(p: float, r: float, *, T: float = 10.0, max_ngram_order: int = 4)
     """
     for name, value in (("p", p), ("r", r), ("T", T)):
         if not (math.isfinite(check_float(name, value, finite=False)) and value > 0):
-            raise ValueError(f"{name} must be a positive number, got {value}")
-    check_int("max_ngram_order", max_ngram_order, minimum=1)
+            raise ValueError(f"{name} must be a positive number, got {brief(value)}")
+    check_ngram_order("max_ngram_order", max_ngram_order)
     orders = torch.arange(max_ngram_order, dtype=torch.float64)
     theta_n = 1.0 / (max_ngram_order * T * p * r**orders)
     return torch.cat([torch.tensor([-1.0 / T], dtype=torch.float64), theta_n])
@@ -87,14 +91,16 @@ class LMBRBias:
     Args:
         posteriors: :class:`NgramPosteriors` of the ``B`` sentences.
         theta: ``[N + 1]`` weights (:func:`lmbr_theta`), ``N = posteriors.max_ngram_order``.
-        vocab_size: ``V`` of the decoder.
+        vocab_size: ``V`` of the decoder, at most :data:`~tensortext._checks.MAX_VOCAB_SIZE`
+            (a dense ``[B, V]`` row per sentence is allocated).
         eos_id: The decoder's EOS ID, or several.
         weight: Scale of the whole bias (LMBR's weight against the model's log-probs).
         prompt_len: Leading tokens of each row that precede the hypothesis.
 
     Raises:
-        ValueError: theta of the wrong length or not finite, an EOS outside the vocabulary or
-            other than the posteriors', an evidence token outside the vocabulary.
+        ValueError: theta of the wrong length or not finite, ``vocab_size`` above
+            ``MAX_VOCAB_SIZE``, an EOS outside the vocabulary or other than the posteriors', an
+            evidence token outside the vocabulary.
     """
 
     def __init__(
@@ -109,7 +115,7 @@ class LMBRBias:
     ) -> None:
         theta_list = _checked_theta(theta, posteriors.max_ngram_order)
         check_float("weight", weight)
-        check_int("vocab_size", vocab_size, minimum=1)
+        _check_vocab_size(vocab_size)
         check_int("prompt_len", prompt_len, minimum=0)
         eos_ids = _checked_eos(eos_id, vocab_size, posteriors)
         self.posteriors = posteriors
@@ -173,14 +179,34 @@ class LMBRBias:
         scores.scatter_add_(1, column.where(inside, 0), value.where(inside, 0.0))
 
 
+def _check_vocab_size(vocab_size: object) -> int:
+    """``1 <= vocab_size <= MAX_VOCAB_SIZE``, before the ``[B, V]`` base row is allocated."""
+    vocab = check_int("vocab_size", vocab_size, minimum=1)
+    if vocab > MAX_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size must be <= {MAX_VOCAB_SIZE} (token IDs fit int32), got {brief(vocab)}; "
+            "pass the decoder's output size (its log-probs' last dimension)"
+        )
+    return vocab
+
+
 def _checked_theta(theta: Tensor | Sequence[float], N: int) -> list[float]:
     """``theta`` as ``N + 1`` finite floats (one host copy)."""
-    theta_list = [float(x) for x in (theta.tolist() if isinstance(theta, Tensor) else theta)]
-    if len(theta_list) != N + 1 or not all(math.isfinite(x) for x in theta_list):
+    if isinstance(theta, Tensor) and theta.numel() != N + 1:  # before copying a huge tensor
         raise ValueError(
-            f"theta must hold {N + 1} finite weights (theta_0..theta_{N}) for posteriors of "
-            f"order {N}, got {theta_list}"
+            f"theta must hold {N + 1} weights (theta_0..theta_{N}) for posteriors of order {N}, "
+            f"got a tensor of shape {list(theta.shape)}; build it with "
+            f"lmbr_theta(p, r, max_ngram_order={N})"
         )
+    theta_list = [float(x) for x in (theta.tolist() if isinstance(theta, Tensor) else theta)]
+    if len(theta_list) != N + 1:
+        raise ValueError(
+            f"theta must hold {N + 1} weights (theta_0..theta_{N}) for posteriors of order {N}, "
+            f"got {len(theta_list)}; build it with lmbr_theta(p, r, max_ngram_order={N})"
+        )
+    bad = next((i for i, x in enumerate(theta_list) if not math.isfinite(x)), None)
+    if bad is not None:
+        raise ValueError(f"theta must be finite, got theta[{bad}] = {theta_list[bad]}")
     return theta_list
 
 
@@ -190,11 +216,11 @@ def _checked_eos(
     """The EOS IDs as a list, each in the vocabulary and agreeing with the posteriors'."""
     eos_ids = [eos_id] if isinstance(eos_id, int) else list(eos_id)
     if not eos_ids or not all(0 <= e < vocab_size for e in eos_ids):
-        raise ValueError(f"eos_id must be in 0..{vocab_size - 1}, got {eos_id}")
+        raise ValueError(f"eos_id must be in 0..{vocab_size - 1}, got {brief(eos_id)}")
     if posteriors.eos_id is not None and posteriors.eos_id not in eos_ids:
         raise ValueError(
             f"the posteriors end sentences with {posteriors.eos_id}, but the decoder's EOS is "
-            f"{eos_id}; build them with eos_id={eos_ids[0]}"
+            f"{brief(eos_id)}; build them with eos_id={eos_ids[0]}"
         )
     return eos_ids
 
@@ -207,6 +233,9 @@ def _fan_outs(posteriors: NgramPosteriors, vocab_size: int) -> list[int]:
     N = posteriors.max_ngram_order
     fan_out = [0] * (N + 1)
     for order in range(1, N + 1):
+        if order > 1 and posteriors.parents[order - 1] is posteriors.parents[order - 2]:
+            fan_out[order] = fan_out[order - 1]  # a shared empty order: no sync
+            continue
         used = posteriors.parents[order - 1] >= 0
         tokens = posteriors.last_tokens[order - 1]
         bad = used & ((tokens < 0) | (tokens >= vocab_size))
@@ -273,10 +302,10 @@ def lmbr_bias_factory(
         >>> [round(x, 4) for x in bias(torch.tensor([[1, 6]]))[0].tolist()]  # history: 6
         [0.0, -0.1, -0.1, -0.1, -0.1, -0.1, -0.0831, -0.0728]
     """
-    check_int("max_ngram_order", max_ngram_order, minimum=1)
+    check_ngram_order("max_ngram_order", max_ngram_order)
     theta_list = _checked_theta(theta, max_ngram_order)
     check_float("weight", weight)
-    check_int("vocab_size", vocab_size, minimum=1)
+    _check_vocab_size(vocab_size)
 
     def bias(posteriors: NgramPosteriors, prompt_len: int) -> LMBRBias:
         order = posteriors.max_ngram_order  # tables: the batch's longest n-gram

@@ -23,11 +23,12 @@ import torch
 from torch import Tensor
 
 from tensortext._checks import (
+    brief,
     check_float,
     check_float_tensor,
-    check_int,
     check_integer_tensor,
     check_lengths,
+    check_ngram_order,
     check_same_device,
     check_shape,
 )
@@ -148,8 +149,14 @@ class NgramPosteriors:
     def to(self, device: torch.device | str) -> NgramPosteriors:
         """A copy on ``device``."""
 
+        moved: dict[int, Tensor] = {}
+
         def move(tensors: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
-            return tuple(t.to(device) for t in tensors)
+            # Orders above the longest n-gram share one table; moving keeps them shared.
+            for tensor in tensors:
+                if id(tensor) not in moved:
+                    moved[id(tensor)] = tensor.to(device)
+            return tuple(moved[id(tensor)] for tensor in tensors)
 
         return replace(
             self,
@@ -250,10 +257,12 @@ class NgramPosteriors:
         for sentence, ngram, value in rows:
             if len(ngram) == 0 or not math.isfinite(value):
                 raise ValueError(
-                    f"sentence {sentence}: n-gram {ngram!r} needs at least one token and a finite "
-                    f"posterior, got {value!r}"
+                    f"sentence {sentence}: n-gram {brief(ngram)} needs at least one token and a "
+                    f"finite posterior, got {brief(value)}"
                 )
-        width = max((len(ngram) for _, ngram, _ in rows), default=1)
+        width = check_ngram_order(
+            "the longest n-gram's length", max((len(ngram) for _, ngram, _ in rows), default=1)
+        )
         token_ids = torch.zeros((len(rows), width), dtype=torch.int64)
         lengths = torch.tensor([len(ngram) for _, ngram, _ in rows], dtype=torch.int64)
         for row, (_, ngram, _) in enumerate(rows):
@@ -303,7 +312,9 @@ def ngram_posteriors(
         scores: ``[B, M]`` float scores ``s`` (e.g. log-probabilities); ``-inf`` marks an absent
             hypothesis (padding of shorter lists).
         alpha: Scale of the scores (``0`` weighs all hypotheses equally).
-        max_ngram_order: ``N``, highest n-gram order.
+        max_ngram_order: ``N``, highest n-gram order, at most
+            :data:`~tensortext._checks.MAX_NGRAM_ORDER`; orders above the longest hypothesis
+            share one empty table and cost nothing.
         bos_id, eos_id: If given, each hypothesis is read as ``bos y eos``, so that n-grams at the
             sentence boundaries have posteriors too (the lone ``bos`` gets none).
         validate: Check value ranges (one host sync); shapes and dtypes are always checked.
@@ -358,7 +369,7 @@ def check_evidence(
     check_shape("scores", scores, [B, M], f"[B, M] = [{B}, {M}]")
     check_same_device("scores", scores, ids.device, "ids")
     check_float("alpha", alpha)
-    check_int("max_ngram_order", max_ngram_order, minimum=1)
+    check_ngram_order("max_ngram_order", max_ngram_order)
     if validate and lengths.numel():
         if bool(((lengths < 0) | (lengths > L)).any()):
             raise ValueError(f"lengths must be in 0..{L}")
@@ -381,8 +392,11 @@ def _hypothesis_counts(
     device = row_weights.device
     row_of_position = torch.arange(rows, device=device).repeat_interleave(width)
     position_weight = row_weights[row_of_position]
-    values = []
+    values: list[Tensor] = []
     for order, entries in enumerate(trie.entries, start=1):
+        if values and entries is trie.entries[order - 2]:  # a shared empty order (build_trie)
+            values.append(values[-1])
+            continue
         candidate = entries >= 0
         if order == 1 and skip_lone_bos:
             # Leaving the bos out before picking first occurrences keeps an EOS equal to the

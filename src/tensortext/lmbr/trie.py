@@ -62,7 +62,8 @@ def build_trie(
         num_sentences: ``B``.
 
     Returns:
-        :class:`Trie` on the device of ``token_ids``.
+        :class:`Trie` on the device of ``token_ids``; orders above ``L + 1`` share the (empty)
+        tables of order ``L + 1``.
     """
     rows, width = token_ids.shape
     size = rows * width
@@ -70,9 +71,20 @@ def build_trie(
     token_rank = compact_ids(flat_tokens)
     token_values, num_tokens = _distinct_tokens(flat_tokens, token_rank)
     parent = groups.long().repeat_interleave(width)  # order 0: the sentence
-    keys, parents, last_tokens, entries = [], [], [], []
+    keys: list[Tensor] = []
+    parents: list[Tensor] = []
+    last_tokens: list[Tensor] = []
+    entries: list[Tensor] = []
     ngram_ids = iter_ngram_ids(token_ids, lengths, groups, max_ngram_order)
     for order, ids in enumerate(ngram_ids, start=1):
+        if order > width + 1:
+            # No row holds an n-gram longer than L: every order past L + 1 has the empty tables
+            # of order L + 1, shared (not copied), so such orders cost no memory and no work.
+            keys.append(keys[-1])
+            parents.append(parents[-1])
+            last_tokens.append(last_tokens[-1])
+            entries.append(entries[-1])
+            continue
         entry = _dense_entries(ids.reshape(-1), size)
         key, parent_of, token_of = _order_tables(entry, parent, flat_tokens, token_rank, order)
         keys.append(key)

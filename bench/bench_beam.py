@@ -49,7 +49,7 @@ log = logging.getLogger("bench_beam")
 
 SCORE_TOL = 1e-5  # |score difference| above which a sentence counts as a score mismatch
 REWARM_BELOW_S = 0.5
-TARGET_BEAMS = [4, 12]  # the issue's targets, at --target-batch sentences
+TARGET_BEAMS = [4, 12]  # the targets (x HF generate), at --target-batch sentences
 FULL_BEAMS = [1, 2, 4, 6, 8, 10, 12]
 FULL_BATCHES = [1, 2, 4, 8, 16, 32, 64]
 QUICK_BEAMS = [1, 4, 12]
@@ -162,7 +162,7 @@ def run_hf_point(model: Any, size: Any, ids: Tensor, mask: Tensor, batch: int, b
 
 def hf_grid(args: argparse.Namespace, model_key: str) -> list[tuple[int, int, str]]:
     """(batch, beams, series) points for one model, in run order, without duplicates."""
-    points = {(args.target_batch, k): "target" for k in TARGET_BEAMS}
+    points = {(args.target_batch, k): "target" for k in args.target_beams}
     if model_key in args.sweep_models:
         for k in args.beams:
             points.setdefault((args.sweep_batch, k), "beam sweep")
@@ -303,9 +303,17 @@ def plot(payload: dict[str, Any], info: common.DeviceInfo, path: Any) -> Any:
 QUICK = dict(target_batch=16, beams=QUICK_BEAMS, sweep_batch=16, batches=QUICK_BATCHES,
              corpus_beams=QUICK_BEAMS, corpus_batches=QUICK_CORPUS_BATCHES, repeat=2,
              corpus_repeat=1, warmup=1, budget=2.0, min_repeat=1)  # fmt: skip
-FULL = dict(target_batch=64, beams=FULL_BEAMS, sweep_batch=64, batches=FULL_BATCHES,
-            corpus_beams=FULL_BEAMS, corpus_batches=FULL_BATCHES, repeat=5, corpus_repeat=3,
-            budget=10.0)  # fmt: skip  (warmup and min_repeat depend on the device)
+FULL = dict(
+    target_batch=64,
+    beams=FULL_BEAMS,
+    sweep_batch=64,
+    batches=FULL_BATCHES,
+    corpus_beams=FULL_BEAMS,
+    corpus_batches=FULL_BATCHES,
+    repeat=5,
+    corpus_repeat=3,
+    budget=10.0,
+)  # fmt: skip  (warmup and min_repeat depend on the device)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -316,31 +324,65 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          repeat_help="timed calls per HF point")  # fmt: skip
     add = p.add_argument
     add("--parts", nargs="+", choices=["hf", "bundled"], default=["hf", "bundled"])
-    add("--models", nargs="+", choices=list(MARIANS), default=list(MARIANS),
-        help="random Marians for the HF comparison (default: base tiny)")
-    add("--sweep-models", nargs="+", choices=list(MARIANS), default=None,
+    add(
+        "--models",
+        nargs="+",
+        choices=list(MARIANS),
+        default=list(MARIANS),
+        help="random Marians for the HF comparison (default: base tiny)",
+    )
+    add(
+        "--sweep-models",
+        nargs="+",
+        choices=list(MARIANS),
+        default=None,
         help="models that also get the beam and batch sweeps (default: all on CUDA, tiny on CPU, "
-        "where Marian-base at 64 x 12 takes ~1 minute a call)")
+        "where Marian-base at 64 x 12 takes ~1 minute a call)",
+    )
     add("--target-batch", type=int, default=None, help="batch of the K=4/12 targets")
+    add(
+        "--target-beams",
+        type=int,
+        nargs="+",
+        default=TARGET_BEAMS,
+        help="beam sizes timed at --target-batch (default 4 12)",
+    )
     add("--beams", type=int, nargs="+", default=None, help="beam sweep (HF part)")
     add("--sweep-batch", type=int, default=None, help="batch of the beam sweep")
     add("--batches", type=int, nargs="+", default=None, help="batch sweep (HF part)")
     add("--sweep-beam", type=int, default=4, help="beam of the batch sweeps")
     add("--corpus-beams", type=int, nargs="+", default=None)
-    add("--corpus-beam-batches", type=int, nargs="+", default=[1, 64],
-        help="sentences per batch of the Figure 2 series (default 1 64)")
+    add(
+        "--corpus-beam-batches",
+        type=int,
+        nargs="+",
+        default=[1, 64],
+        help="sentences per batch of the Figure 2 series (default 1 64)",
+    )
     add("--corpus-batches", type=int, nargs="+", default=None)
     add("--sentences", type=int, default=0, help="use the first N test sentences (0: all 300)")
     add("--corpus-repeat", type=int, default=None, help="timed calls per corpus point")
-    add("--warmup", type=int, default=None,
+    add(
+        "--warmup",
+        type=int,
+        default=None,
         help="untimed calls per implementation and HF point, the parity call included; with 2 or "
-        "more the last one measures peak memory (default 2 on CUDA, 1 on CPU)")
-    add("--budget", type=float, default=None,
+        "more the last one measures peak memory (default 2 on CUDA, 1 on CPU)",
+    )
+    add(
+        "--budget",
+        type=float,
+        default=None,
         help="stop timing a point once its timed calls used this many seconds (at least "
-        "--min-repeat calls are timed) (default 10)")
-    add("--min-repeat", type=int, default=None,
+        "--min-repeat calls are timed) (default 10)",
+    )
+    add(
+        "--min-repeat",
+        type=int,
+        default=None,
         help="timed calls per HF point that --budget cannot cut (default 3 on CUDA, 1 on CPU, "
-        "where one Marian-base call at 64 x 12 takes about a minute); corpus points: always 1")
+        "where one Marian-base call at 64 x 12 takes about a minute); corpus points: always 1",
+    )
     add("--seed", type=int, default=1234)
     add("--merge", action="store_true",
         help="keep the parts not in --parts from the existing result file (each part records "
@@ -355,7 +397,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     for name in ("target_batch", "sweep_batch", "sweep_beam", "repeat", "corpus_repeat"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1")
-    for name in ("beams", "batches", "corpus_beams", "corpus_batches", "corpus_beam_batches"):
+    lists = ("target_beams", "beams", "batches", "corpus_beams", "corpus_batches",
+             "corpus_beam_batches")  # fmt: skip
+    for name in lists:
         if min(getattr(args, name)) < 1:
             p.error(f"--{name.replace('_', '-')} values must be >= 1")
     return args
@@ -366,7 +410,7 @@ def run_config(args: argparse.Namespace) -> dict[str, Any]:
              "sweep_models", "corpus_beams", "corpus_beam_batches", "corpus_batches", "repeat",
              "corpus_repeat", "warmup"]  # fmt: skip
     return {
-        **{n: getattr(args, n) for n in names}, "target_beams": TARGET_BEAMS,
+        **{n: getattr(args, n) for n in names}, "target_beams": args.target_beams,
         "budget_s": args.budget, "min_repeat": args.min_repeat,
         "time_limit_s": args.time_limit or None, "seed": args.seed, "score_tolerance": SCORE_TOL,
         "hf_settings": "model.generate(input_ids, attention_mask=..., num_beams=K, do_sample="

@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """The paper's Figures 2-3 (Iglesias et al. 2018) with the bundled translator: the ``bundled`` part.
 
 ``tensortext.decode.translate`` with ``tensortext.models.bundled.load_bundled_translator()`` on its
@@ -6,18 +5,16 @@
 batching) and 64 (Figure 2), and against sentences per batch, sorted by length or not (Figure 3);
 the corpus BLEU of every output, and whether sentence batching changed any translation.
 
-bench_beam.py runs this part after its ``hf`` part and writes both into one
-``beam-<device-slug>.json``; run on its own, this script is ``bench_beam.py --parts bundled``
-(with every option of bench_beam.py)::
+A module of bench_beam.py, not a script: bench_beam.py runs this part after its ``hf`` part and
+writes both into one ``beam-<device-slug>.json``. This part alone, added to an earlier result::
 
-    PYTHONPATH=src python bench/bench_beam_paper.py --device cpu --threads 1 --merge
+    PYTHONPATH=src python bench/bench_beam.py --parts bundled --device cpu --threads 1 --merge
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from importlib import resources
 from typing import Any
@@ -161,8 +158,10 @@ def run_corpus_part(args: argparse.Namespace, run: common.Run, corpus: dict[str,
     src = translator.tokenize_source(src_lines).to(run.device)  # Padded: ids [N, S], lengths
     ref = translator.tokenize_target(ref_lines).to(run.device)
     corpus.update(corpus_info(translator, src_lines, src, ref))
-    print(f"\nbundled translator ({corpus['parameters'] / 1e6:.2f}M parameters), "
-          f"{len(src_lines)} sentences, {corpus['source_tokens']} source tokens")
+    print(
+        f"\nbundled translator ({corpus['parameters'] / 1e6:.2f}M parameters), "
+        f"{len(src_lines)} sentences, {corpus['source_tokens']} source tokens"
+    )
     warm_up(translator, src.ids, src.lengths)
     first_output: dict[int, list[tuple[int, ...]]] = {}
     for k, n, s, series in corpus_grid(args):
@@ -291,9 +290,3 @@ def plot_corpus(axes: list[Any], payload: dict[str, Any]) -> None:
     for ax in axes:
         ax.set_ylabel("output words / min")
         ax.grid(True, which="both", alpha=0.3)
-
-
-if __name__ == "__main__":
-    import bench_beam
-
-    sys.exit(bench_beam.main(["--parts", "bundled", *sys.argv[1:]]))

@@ -358,20 +358,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                          quick_help=f"smoke test: batches {QUICK_BATCHES} x seq lens "
                          f"{QUICK_SEQ_LENS}, repeat 3", repeat_help="timed calls per point "
                          "(default 7)")  # fmt: skip
-    p.add_argument("--warmup", type=int, default=2,
-                   help="warm-up calls for tensor implementations (Python loops get 1)")
-    p.add_argument("--budget", type=float, default=20.0,
-                   help="stop timing a point once its timed calls used this many seconds (at "
-                   "least 3 calls are always timed) (default 20)")
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=2,
+        help="warm-up calls for tensor implementations (Python loops get 1)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=20.0,
+        help="stop timing a point once its timed calls used this many seconds (at "
+        "least 3 calls are always timed) (default 20)",
+    )
     p.add_argument("--batches", type=int, nargs="+", default=None)
     p.add_argument("--seq-lens", type=int, nargs="+", default=None)
-    p.add_argument("--impls", nargs="+", choices=IMPL_ORDER, default=IMPL_ORDER,
-                   help="implementations to run (nltk is always run: it is the reference)")
-    p.add_argument("--torchmetrics-max-tokens", type=int, default=0,
-                   help="skip torchmetrics where batch*seq_len exceeds this (0: never skip)")
-    p.add_argument("--rxlm-mem-fraction", type=float, default=0.9,
-                   help="skip rxlm where its predicted peak exceeds this fraction of free "
-                   "memory (default 0.9)")
+    p.add_argument(
+        "--impls",
+        nargs="+",
+        choices=IMPL_ORDER,
+        default=IMPL_ORDER,
+        help="implementations to run (nltk is always run: it is the reference)",
+    )
+    p.add_argument(
+        "--torchmetrics-max-tokens",
+        type=int,
+        default=0,
+        help="skip torchmetrics where batch*seq_len exceeds this (0: never skip)",
+    )
+    p.add_argument(
+        "--rxlm-mem-fraction",
+        type=float,
+        default=0.9,
+        help="skip rxlm where its predicted peak exceeds this fraction of free "
+        "memory (default 0.9)",
+    )
     p.add_argument("--no-validate", action="store_true", help="call tensortext with validate=False")
     p.add_argument("--seed", type=int, default=1234)  # fmt: skip
     args = common.parse(p, argv)

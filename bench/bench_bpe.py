@@ -12,7 +12,8 @@ Levenshtein similarity ``1 - lev(ours, tiktoken) / max(len)``, averaged over up 
 The CPU baselines use every host core, or ``--threads``: tiktoken
 ``encode_ordinary_batch(num_threads=...)``, HF ``Tokenizer.encode_batch`` (its own thread pool;
 the tokenizer.json is transformers' ``TikTokenConverter`` output for the same ranks),
-bpe-openai ``encode_ordinary_batch`` and quicktok ``encode_batch`` (its thread pool). Ours:
+bpe-openai ``encode_ordinary_batch(num_threads=...)`` and quicktok ``encode_batch(threads=...)``
+(its own pool, on as many threads). Ours:
 
 * ``ours_host``: ``encode_ordinary_batch(num_threads=...)``, tiktoken's call (the C host
   encoder, on that many threads from 64K characters per call); ``ours_python``: the same
@@ -23,10 +24,11 @@ bpe-openai ``encode_ordinary_batch`` and quicktok ``encode_batch`` (its thread p
   ``ours_host_copied``: the C host encoder on every host core, its flat IDs copied to the GPU;
 * ``ours_tensor``: ``encode_batch_to_tensor(merge_backend="torch")``, the tensor engine, on
   ``--device`` (CPU: torch threads = cores unless ``--threads``); ``ours_bytes``: the same
-  with BlockBPE's byte split.
+  with BlockBPE's byte split; on CUDA ``ours_triton``: the tensor engine with the Triton merge
+  kernel (``merge_backend="triton"``).
 
 Then, unless ``--quick``: throughput against document length (``B`` texts of ``S`` bytes,
-about 1 MB per point), the worst cases of issue 13 (long single pieces), the warm
+about 1 MB per point), the worst cases (long single pieces), the warm
 ``encode("hello world")`` and ``get_encoding`` + first ``encode`` in a fresh process.
 
 Usage (from the repository root)::
@@ -41,6 +43,7 @@ Writes bench/results/bpe-<device-slug>.json and .png.
 from __future__ import annotations
 
 import argparse
+import functools
 import gzip
 import itertools
 import os
@@ -59,9 +62,9 @@ import torch
 
 import common
 
-from tensortext.bpe import get_encoding
-from tensortext.bpe.host import HostEncoder
-from tensortext.bpe.registry import ENCODINGS, vocabulary_file
+from tensortext.bpe import Encoding, get_encoding
+from tensortext.bpe.native import native_available
+from tensortext.bpe.registry import ENCODINGS, mergeable_ranks, vocabulary_file
 from tensortext.padded import Flat, Padded
 
 CORES = os.cpu_count() or 1
@@ -172,7 +175,9 @@ def baselines(
     def load_quicktok() -> Callable[[list[str]], Any]:
         import quicktok
 
-        return quicktok.get_encoding(name).encode_batch  # (flat tokens, offsets)
+        tok = quicktok.get_encoding(name)
+        # (flat tokens, offsets); its own pool, threads=0 would be every core
+        return lambda texts: tok.encode_batch(texts, threads=threads)
 
     loaders: dict[str, Callable[[], Callable[[list[str]], Any]]] = {
         "hf_tokenizers": load_hf,
@@ -403,11 +408,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def ours(enc: Any, dev: torch.device, pretokenize: str) -> Callable[[list[str]], Any]:
-    """The tensor engine (``merge_backend="torch"``: on a CPU, ``"auto"`` is the C encoder)."""
+def ours(
+    enc: Any, dev: torch.device, pretokenize: str, merge_backend: str = "torch"
+) -> Callable[[list[str]], Any]:
+    """The tensor engine: its torch passes (on a CPU, ``"auto"`` is the C encoder), or on CUDA
+    the Triton merge kernel (``merge_backend="triton"``)."""
     return lambda texts: enc.encode_batch_to_tensor(
-        texts, device=dev, disallowed_special=(), pretokenize=pretokenize, merge_backend="torch"
-    )
+        texts, device=dev, disallowed_special=(), pretokenize=pretokenize,
+        merge_backend=merge_backend,
+    )  # fmt: skip
 
 
 def ours_flat(enc: Any, dev: torch.device) -> Callable[[list[str]], Any]:
@@ -425,31 +434,58 @@ def ours_host_copied(enc: Any, dev: torch.device) -> Callable[[list[str]], Any]:
     return encode
 
 
-def ours_host(enc: Any, threads: int) -> Callable[[list[str]], Any]:
-    """``encode_ordinary_batch(num_threads=threads)``, as tiktoken is called. At each point
-    (``reset``) the Python encoder's cache is emptied and its worker processes stopped."""
+@functools.cache
+def _ranks(name: str) -> dict[bytes, int]:
+    return mergeable_ranks(ENCODINGS[name].ranks)
 
-    def reset() -> None:
-        enc._host.clear_cache()
-        enc._shutdown_workers()
 
-    def encode(texts: list[str]) -> Any:
-        return enc.encode_ordinary_batch(texts, num_threads=threads)
+def fresh_encoding(name: str, *, native: bool = True) -> Encoding:
+    """A new ``Encoding`` of ``name`` through the public constructor, so with empty caches
+    (``get_encoding`` shares one per process). ``native=False``: the pure-Python host encoder,
+    chosen by the public switch ``TENSORTEXT_NATIVE=0``, which holds while the encoding's host
+    encoder is made (at its first call, made here)."""
+    spec = ENCODINGS[name]
+    saved = os.environ.get("TENSORTEXT_NATIVE")
+    if not native:
+        os.environ["TENSORTEXT_NATIVE"] = "0"
+    try:
+        enc = Encoding(
+            name, pat_str=spec.pat_str, mergeable_ranks=_ranks(name),
+            special_tokens=dict(spec.special_tokens), explicit_n_vocab=spec.explicit_n_vocab,
+        )  # fmt: skip
+        enc.encode_ordinary("warm")
+    finally:
+        if saved is None:
+            os.environ.pop("TENSORTEXT_NATIVE", None)
+        else:
+            os.environ["TENSORTEXT_NATIVE"] = saved
+    return enc
 
-    encode.reset = reset  # type: ignore[attr-defined]
-    return encode
+
+class Fresh:
+    """``encode_ordinary_batch(num_threads=threads)`` of an encoding made anew at each point
+    (``reset``): the Python encoder's piece cache starts empty at each point and is warm after
+    the warm-up call (the C encoder has no cache)."""
+
+    def __init__(self, name: str, threads: int, *, native: bool = True):
+        self.name, self.threads, self.native = name, threads, native
+        self.enc = fresh_encoding(name, native=native)
+
+    def reset(self) -> None:
+        self.enc = fresh_encoding(self.name, native=self.native)
+
+    def __call__(self, texts: list[str]) -> Any:
+        return self.enc.encode_ordinary_batch(texts, num_threads=self.threads)
+
+
+def ours_host(name: str, threads: int) -> Callable[[list[str]], Any]:
+    """``encode_ordinary_batch(num_threads=threads)``, as tiktoken is called."""
+    return Fresh(name, threads)
 
 
 def ours_python(name: str) -> Callable[[list[str]], Any]:
-    """The pure-Python host encoder (no C) on one core: ``encode_ordinary_batch``'s work for
-    text without special tokens. At each point (``reset``) its cache is emptied."""
-    host = HostEncoder(get_encoding(name)._vocab, native=False)
-
-    def encode(texts: list[str]) -> Any:
-        return host.encode_many(texts)
-
-    encode.reset = host.clear_cache  # type: ignore[attr-defined]
-    return encode
+    """The pure-Python host encoder (no C) on one core, ``encode_ordinary_batch``."""
+    return Fresh(name, 1, native=False)
 
 
 def our_encoders(
@@ -457,13 +493,14 @@ def our_encoders(
 ) -> dict[str, Callable[[list[str]], Any]]:
     enc = get_encoding(name)
     fns = {
-        "ours_host": ours_host(enc, threads),
+        "ours_host": ours_host(name, threads),
         "ours_python": ours_python(name),
         "ours_flat": ours_flat(enc, dev),
         "ours_tensor": ours(enc, dev, "regex"),
         "ours_bytes": ours(enc, dev, "bytes"),
     }
     if dev.type == "cuda":
+        fns["ours_triton"] = ours(enc, dev, "regex", merge_backend="triton")
         fns["ours_host_copied"] = ours_host_copied(enc, dev)
     return fns
 
@@ -518,7 +555,7 @@ def worst_cases(name: str, args: argparse.Namespace, dev: torch.device) -> list[
     """Long single pieces: seconds for tiktoken ``encode_ordinary``, ours (the C host encoder,
     the Python one, the tensor engine), outputs checked identical."""
     enc, ref = get_encoding(name), tiktoken_reference(name)
-    python = HostEncoder(enc._vocab, native=False)
+    python = fresh_encoding(name, native=False)
     rows = []
     for label, make in WORST_CASES.items():
         text = make(random.Random(0))
@@ -588,7 +625,7 @@ def hf_files(stream: bytes, args: argparse.Namespace, dev: torch.device, threads
             timed, warmup=1, repeat=args.repeat, device=dev, budget_s=args.budget
         )
         row: dict[str, Any] = {"family": family, "bytes": nbytes, "mb_per_s": {},
-                               "c_encoder": ours._host.native is not None}  # fmt: skip
+                               "c_extension": native_available()}  # fmt: skip
         for key in timed:
             if key in errors:
                 row["mb_per_s"][key] = repr(errors[key])
@@ -598,7 +635,7 @@ def hf_files(stream: bytes, args: argparse.Namespace, dev: torch.device, threads
             timings["hf_tokenizers"].value == timings["ours_host"].value
         )
         print(f"{family:12s} 1024 x 4096 MB/s: {row['mb_per_s']} identical {row['identical']} "
-              f"C encoder {row['c_encoder']}", flush=True)  # fmt: skip
+              f"C extension {row['c_extension']}", flush=True)  # fmt: skip
         rows.append(row)
     return rows
 

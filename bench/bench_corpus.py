@@ -25,7 +25,7 @@ Usage (from the repository root)::
     PYTHONPATH=src python bench/bench_corpus.py                  # 64 MB, W = 1 and all cores
     PYTHONPATH=src python bench/bench_corpus.py --mb 200 --workers 2 --repeat 1   # memory
 
-Writes bench/results/corpus-cpu.json.
+Writes bench/results/corpus-cpu.json (with ``--device cuda``: corpus-<gpu>.json).
 """
 
 from __future__ import annotations
@@ -77,12 +77,12 @@ def write_spec(name: str, path: Path) -> Path:
 
 
 def ours_command(
-    name: str, corpus: Path, prefix: Path, workers: int, shard_tokens: int
+    name: str, corpus: Path, prefix: Path, workers: int, shard_tokens: int, device: str
 ) -> list[str]:
     return [
         sys.executable, "-m", "tensortext.cli", "tokenize", "-e", name, "-i", str(corpus),
         "-o", str(prefix), "--format", "npy", "--append-eot", "--ordinary", "-q",
-        "--workers", str(workers), "--shard-tokens", str(shard_tokens), "--device", "cpu",
+        "--workers", str(workers), "--shard-tokens", str(shard_tokens), "--device", device,
     ]  # fmt: skip
 
 
@@ -104,9 +104,15 @@ def tree_pss_kib(pid: int) -> int:
     return total
 
 
+def python_path(*folders: Path) -> str:
+    """``folders`` ahead of the caller's PYTHONPATH (which may hold the installed baselines)."""
+    inherited = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join([*map(str, folders), *([inherited] if inherited else [])])
+
+
 def run_measured(command: list[str]) -> tuple[float, int]:
     """Seconds and peak tree PSS (KiB) of a command."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + str(common.BENCH_DIR)}
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT / "src", common.BENCH_DIR)}
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, cwd=ROOT)
     peak = 0
@@ -145,6 +151,10 @@ def same_shards(first: Path, second: Path) -> bool:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=64.0, help="corpus size (default 64)")
+    parser.add_argument(
+        "--device", choices=["cpu", "cuda"], default="cpu",
+        help="tensortext tokenize --device (default cpu: the C host encoder)",
+    )  # fmt: skip
     parser.add_argument("--encodings", nargs="+", default=["cl100k_base", "o200k_base"])
     parser.add_argument("--workers", type=int, nargs="+", default=sorted({1, CORES}))
     parser.add_argument("--shard-tokens", type=int, default=10_000_000)
@@ -165,7 +175,9 @@ def measure_point(
     spec = write_spec(name, folder / "spec.pickle")
     commands = {
         "baseline": lambda out: baseline_command(spec, corpus, out, workers, args.shard_tokens),
-        "ours": lambda out: ours_command(name, corpus, out, workers, args.shard_tokens),
+        "ours": lambda out: ours_command(
+            name, corpus, out, workers, args.shard_tokens, args.device
+        ),
     }
     nbytes = args.corpus_bytes
     row: dict[str, Any] = {"encoding": name, "workers": workers}
@@ -220,7 +232,7 @@ def ray_point(name: str, workers: int, corpus: Path, nbytes: int) -> dict[str, A
     """``Tokenize`` in ``workers`` Ray actors on a local cluster of ``workers + 1`` CPUs (one
     for the reading tasks: with as many CPUs as actors, the actors take them all), from the
     JSON-lines file to token arrays (``ray.init`` not timed)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": python_path(ROOT / "src")}
     command = [sys.executable, "-c", RAY_RUN, name, str(corpus), str(workers)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -267,13 +279,15 @@ def main(argv: list[str] | None = None) -> int:
             title = f"tokenize vs nanoGPT-style tiktoken, {report['corpus_bytes'] / 1e6:.0f} MB"
             print(f"wrote {plot(report['rows'], title, args.report.with_suffix('.png'))}")
         return 0
-    info = common.device_info("cpu")
+    info = common.device_info(args.device)
     payload: dict[str, Any] = {
         "meta": common.run_metadata(info, ["tiktoken", "numpy"]),
         "host_cores": CORES,
+        "device": args.device,
         "rows": [],
     }
-    path = args.out_dir / f"{args.name}-cpu.json"
+    slug = "cpu" if args.device == "cpu" else info.slug  # the tree's threads: not torch's
+    path = args.out_dir / f"{args.name}-{slug}.json"
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         corpus = folder / "corpus.jsonl"

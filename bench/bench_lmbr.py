@@ -5,13 +5,13 @@ Parts, run in one process:
 
 * ``posteriors``  :func:`~tensortext.lmbr.ngram_posteriors` plus building
                   :class:`~tensortext.lmbr.LMBRBias` for ``B`` sentences x ``M`` n-best
-                  hypotheses (the issue's target: 64 x 200 under 5 ms on a GPU), against a
+                  hypotheses (the target: 64 x 200 under 5 ms on a GPU), against a
                   dict-of-n-grams Python computation; the two must agree to 1e-9.
 * ``step``        one LMBR bias call on ``B*K`` live prefixes over a 32k vocabulary, against
                   SGNMT's way (a Python loop over hypotheses and their histories, as its ``ngramc``
                   predictor does), with the same numbers checked.
 * ``decode``      beam search 64 x 4 with and without LMBR: a Marian-base-sized random model
-                  through ``tensortext.decode.hf.beam_search_hf`` (the issue's overhead target,
+                  through ``tensortext.decode.hf.beam_search_hf`` (the overhead target,
                   <= 10%) and the bundled translator on its test set with the demo's evidence
                   (``tensortext.lmbr.lmbr_bias_factory`` on the weaker system's 8-best lists).
 * ``mbr``         :func:`~tensortext.mbr.mbr_rerank` of ``B`` x ``N`` candidates against
@@ -349,16 +349,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--parts", default="posteriors,step,decode,mbr", help="comma-separated subset"
     )
+    parser.add_argument("--batch", type=int, default=None, help="sentences (default 64; 16)")
+    parser.add_argument("--hypotheses", type=int, nargs="+", default=None,
+                        help="n-best sizes M (default 50 200; --quick 20 50)")  # fmt: skip
+    parser.add_argument("--candidates", type=int, nargs="+", default=None,
+                        help="MBR candidates N (default 8 16; --quick 8)")  # fmt: skip
     args = common.parse(parser, argv)
-    args.batch = 64
+    quick = args.quick
+    args.batch = args.batch or (16 if quick else 64)
     args.length = 30
-    args.hypotheses = [50, 200]
-    args.prefix_lengths = [1, 5, 15, 30]
-    args.candidates = [8, 16]
-    args.decode_repeat = args.repeat or (1 if args.quick else 3)
-    if args.quick:
-        args.batch, args.hypotheses, args.prefix_lengths = 16, [20, 50], [1, 10]
-        args.candidates = [8]
+    args.hypotheses = args.hypotheses or ([20, 50] if quick else [50, 200])
+    args.prefix_lengths = [1, 10] if quick else [1, 5, 15, 30]
+    args.candidates = args.candidates or ([8] if quick else [8, 16])
+    args.decode_repeat = args.repeat or (1 if quick else 3)
+    sizes = [args.batch, *args.hypotheses, *args.candidates]
+    if min(sizes) < 1:
+        parser.error(f"--batch, --hypotheses and --candidates must be >= 1, got {sizes}")
     return args
 
 

@@ -46,9 +46,10 @@ def main(spec_path: str, corpus: str, prefix: str, workers: int, shard_tokens: i
         np.save(f"{prefix}_{index:06d}.npy", tokens)
         index += 1
 
-    with open(corpus, encoding="utf-8") as lines, multiprocessing.Pool(
-        workers, initializer=_start, initargs=(spec,)
-    ) as pool:
+    with (
+        open(corpus, encoding="utf-8") as lines,
+        multiprocessing.Pool(workers, initializer=_start, initargs=(spec,)) as pool,
+    ):
         for tokens in pool.imap(_tokenize, lines, chunksize=16):
             while tokens.size:
                 take = min(shard_tokens - filled, tokens.size)

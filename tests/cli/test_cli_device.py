@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cli_process import assert_user_error as assert_one_line
+from cli_process import run_cli as run
 
-TIMEOUT = 180
-COMMAND = (sys.executable, "-m", "tensortext.cli")
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
 ACCEPTED = "pass cpu, cuda, cuda:N" + (", mps" if torch.backends.mps.is_available() else "")
 
 # Each subcommand with the smallest valid input it reads (in.txt holds "2 3").
@@ -29,23 +27,8 @@ COMMANDS = {
 }
 
 
-def run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*COMMAND, *args],
-        cwd=folder,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=ENV,
-    )
-
-
 def assert_user_error(result: subprocess.CompletedProcess[str], message: str) -> None:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("tensortext"), result.stderr
-    assert message in result.stderr, result.stderr
+    assert_one_line(result, message)
     assert result.stdout == ""
 
 

@@ -13,16 +13,14 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_process import assert_user_error
+from cli_process import run_cli as cli
 
-TIMEOUT = 180
-COMMAND = (sys.executable, "-m", "tensortext.cli")
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
 IS_ROOT = os.name == "posix" and os.geteuid() == 0
 NOBODY = 65534
 
@@ -37,32 +35,9 @@ ARGS = {
 COMMANDS = sorted(ARGS)
 
 
-def cli(
-    folder: Path, *args: str, preexec_fn: Callable[[], None] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``tensortext ARGS`` in ``folder``, stdin empty, text stdout and stderr."""
-    return subprocess.run(
-        [*COMMAND, *args],
-        cwd=folder,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=ENV,
-        preexec_fn=preexec_fn,
-    )
-
-
 def assert_ok(result: subprocess.CompletedProcess[str], stdout: str = "") -> None:
     assert result.returncode == 0, result.stderr
     assert result.stderr == "" and result.stdout == stdout
-
-
-def assert_user_error(result: subprocess.CompletedProcess[str], message: str) -> None:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("tensortext"), result.stderr
-    assert message in result.stderr, result.stderr
 
 
 @pytest.fixture(params=COMMANDS)

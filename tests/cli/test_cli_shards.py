@@ -17,19 +17,17 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_process import COMMAND, TIMEOUT
 from oracles.bpe import tiktoken_reference
 
 from tensortext.cli import main
 from tensortext.cli.shards import SWITCH_SIGNAL_ENV, ShardWriter
 
-TIMEOUT = 180
-COMMAND = (sys.executable, "-m", "tensortext.cli")
 LINES = [f"line {n}: hello world, ünïcödé 日本語" if n % 7 else "" for n in range(60)]
 OLD_SHARD_TOKENS, NEW_SHARD_TOKENS = 100, 300  # the old run has more shards than the new one
 STATUS = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": -signal.SIGHUP, "SIGKILL": -signal.SIGKILL}

@@ -14,18 +14,15 @@ import io
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_process import COMMAND, TIMEOUT
 
 from tensortext.cli import corpus, main, shards
 from tensortext.cli.common import CliError
-
-TIMEOUT = 180
-COMMAND = (sys.executable, "-m", "tensortext.cli")
 
 
 def tokenize(folder: Path, *args: str, shell: str = "") -> subprocess.CompletedProcess[str]:

@@ -19,11 +19,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_process import COMMAND, ENV, TIMEOUT, assert_user_error
 
-TIMEOUT = 180
-COMMAND = (sys.executable, "-m", "tensortext.cli")
 HAS_CUDA = torch.cuda.is_available()
-ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def cli(folder: Path, *args: str, stdin: str | bytes = b"") -> subprocess.CompletedProcess[str]:
@@ -44,13 +42,6 @@ def cli(folder: Path, *args: str, stdin: str | bytes = b"") -> subprocess.Comple
 
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {path.name: path.read_bytes() for path in sorted(folder.iterdir()) if path.is_file()}
-
-
-def assert_user_error(result: subprocess.CompletedProcess[str], message: str) -> None:
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("tensortext"), result.stderr
-    assert message in result.stderr, result.stderr
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from tensortext.accumulate import SummedStats, distributed
 from tensortext.bleu.config import BleuConfig, Compat, resolve_config
 from tensortext.bleu.score import check_method6, score_stats
 from tensortext.bleu.stats import compute_stats, format_batch, last_row
@@ -78,12 +79,17 @@ class BLEU:
             dtype=dtype,
         )
         self.validate = validate
-        self.stats: Tensor | None = None  # [2 + 2N'] summed statistics
+        self.summed = SummedStats(2 + 2 * self.config.stats_order, torch.int64)
         self.last_stats: Tensor | None = None  # [2 + 2N'] statistics of the last sentence
+
+    @property
+    def stats(self) -> Tensor | None:
+        """``[2 + 2N']`` statistics summed over this process's updates (``None`` before any)."""
+        return self.summed.sum
 
     def reset(self) -> None:
         """Forgets everything accumulated."""
-        self.stats = None
+        self.summed.reset()
         self.last_stats = None
 
     def update(
@@ -111,39 +117,27 @@ class BLEU:
         stats = compute_stats(batch, self.config)
         if stats.shape[0] == 0:
             return stats
-        total = stats.sum(0)
-        self.stats = total if self.stats is None else self.stats + total.to(self.stats.device)
+        self.summed.add(stats)
         # A private copy: a view would change if the caller edits the returned stats in place.
         self.last_stats = last_row(stats).clone()
         return stats
 
     def compute(self) -> Tensor:
         """Corpus BLEU of everything added so far (0 before any update), a 0-d tensor."""
-        width = 2 + 2 * self.config.stats_order
-        device = self._device()
-        stats = torch.zeros(width, dtype=torch.long, device=device)
-        last = torch.zeros(width, dtype=torch.long, device=device)
-        if self.stats is not None and self.last_stats is not None:
-            stats, last = self.stats.to(device).clone(), self.last_stats.to(device)
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            stats, last = _all_reduce(stats, last, seen=self.stats is not None)
+        stats = self.summed.total()  # all-reduced over ranks
+        last = torch.zeros_like(stats)
+        if self.last_stats is not None:
+            last = self.last_stats.to(stats.device)
+        if distributed():
+            last = _last_of_ranks(last, seen=self.summed.seen)
         score = score_stats(stats, last, self.config)
         if self.validate:
             check_method6(score, self.config, "corpus")
         return score
 
-    def _device(self) -> torch.device:
-        if self.stats is not None:
-            return self.stats.device
-        # A rank without data still joins the collectives, on the device its backend needs.
-        if dist.is_available() and dist.is_initialized() and dist.get_backend() == "nccl":
-            return torch.device("cuda", torch.cuda.current_device())
-        return torch.device("cpu")
 
-
-def _all_reduce(stats: Tensor, last: Tensor, *, seen: bool) -> tuple[Tensor, Tensor]:
-    """Sums statistics over ranks; the last sentence comes from the highest rank with data."""
-    dist.all_reduce(stats)
+def _last_of_ranks(last: Tensor, *, seen: bool) -> Tensor:
+    """The last sentence's statistics of the highest rank with data."""
     world = dist.get_world_size()
     rank = dist.get_rank()
     # Each rank offers its last row tagged with (rank + 1) if it saw data, else 0.
@@ -151,5 +145,4 @@ def _all_reduce(stats: Tensor, last: Tensor, *, seen: bool) -> tuple[Tensor, Ten
     gathered = [torch.empty_like(tagged) for _ in range(world)]
     dist.all_gather(gathered, tagged)
     table = torch.stack(gathered)  # [world, 2 + 2N' + 1]
-    chosen = table[table[:, -1].argmax(), :-1]
-    return stats, chosen
+    return table[table[:, -1].argmax(), :-1]

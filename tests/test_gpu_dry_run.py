@@ -17,9 +17,10 @@ import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BENCHMARKS = ["bleu-cpu-1t", "bpe-cpu-1t", "beam-cpu-1t", "lmbr-quick-cpu-1t", "corpus-cpu"]
+BENCHMARKS = ["bleu-cpu-1t", "bpe-cpu-1t", "beam-cpu-1t", "lmbr-quick-cpu-1t", "corpus-cpu",
+              "metrics-quick-cpu-1t"]  # fmt: skip
 STEPS = ["environment", "cuda-tests", "device-tests"] + [f"bench-{n}" for n in
-         ("bleu", "bpe", "beam", "lmbr", "corpus")]  # fmt: skip
+         ("bleu", "bpe", "beam", "lmbr", "corpus", "metrics")]  # fmt: skip
 
 
 def test_gpu_run_script_goes_through_every_step_on_the_cpu(tmp_path: Path) -> None:

@@ -40,10 +40,13 @@ def test_star_import_and_subpackages_after_a_bare_import():
         "import tensortext\n"
         "print(tensortext.bleu.corpus_bleu.__name__, tensortext.padded.PAD_ID,"
         " tensortext.ngrams.__name__)\n"
+        "print(tensortext.chrf.CHRF.__name__, tensortext.rouge.ROUGE.__name__)\n"
         "from tensortext import *\n"
         "print(get_encoding('gpt2').encode('hello world'))"
     )
-    assert run(code).splitlines() == ["corpus_bleu -1 tensortext.ngrams", "[31373, 995]"]
+    assert run(code).splitlines() == [
+        "corpus_bleu -1 tensortext.ngrams", "CHRF ROUGE", "[31373, 995]"
+    ]  # fmt: skip
 
 
 def test_an_unknown_name_is_an_attribute_error():

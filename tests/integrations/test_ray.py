@@ -14,8 +14,10 @@ import torch
 from oracles.bpe import tiktoken_reference
 
 import tensortext
-from tensortext.integrations.ray import Score, Tokenize, Translate, corpus_bleu
+from tensortext.chrf import ChrfConfig, corpus_chrf, sentence_chrf
+from tensortext.integrations.ray import Score, Tokenize, Translate, corpus_bleu, corpus_score
 from tensortext.padded import pad_ragged
+from tensortext.rouge import corpus_rouge, rouge_dict, sentence_rouge
 
 LINES = resources.files("tensortext").joinpath("data/demo/multilingual.txt").read_text("utf-8")
 TEXTS = [line for line in LINES.splitlines() if line.strip()]
@@ -74,6 +76,49 @@ def test_append_eot_and_errors(cluster: None) -> None:
         corpus_bleu(dataset)
     with pytest.raises(ValueError, match="last sentence"):
         corpus_bleu(dataset, config=tensortext.BleuConfig(compat="nltk", smooth_method="method7"))
+
+
+def test_chrf_and_rouge_of_text_equal_one_process(cluster: None) -> None:
+    """Score(metric="chrf" | "rouge") on text columns in two actors: the sentence scores and
+    corpus_score over the blocks equal the single-process functions."""
+    rows = [
+        {"id": n, "hyp": TEXTS[n % len(TEXTS)], "ref": TEXTS[(n * 3 + 1) % len(TEXTS)]}
+        for n in range(300)
+    ]
+    hyps, refs = [row["hyp"] for row in rows], [row["ref"] for row in rows]
+    dataset = ray.data.from_items(rows, override_num_blocks=6)
+    chrf_config = ChrfConfig(word_order=2)
+    scored = dataset.map_batches(
+        Score, fn_constructor_args=("hyp", "ref"),
+        fn_constructor_kwargs={"metric": "chrf", "config": chrf_config},
+        concurrency=2, batch_size=64,
+    ).map_batches(
+        Score, fn_constructor_args=("hyp", "ref"), fn_constructor_kwargs={"metric": "rouge"},
+        concurrency=2, batch_size=64,
+    ).materialize()  # fmt: skip
+    got = rows_by_id(scored)
+    chrf = sentence_chrf(hyps, refs, config=chrf_config)
+    rouge = rouge_dict(sentence_rouge(hyps, refs))
+    for n in range(len(rows)):
+        assert got[n]["chrf"] == pytest.approx(float(chrf[n]), abs=1e-6)
+        for key, column in rouge.items():
+            assert got[n][f"rouge_{key}"] == pytest.approx(float(column[n]), abs=1e-6)
+    expected = float(corpus_chrf(hyps, refs, config=chrf_config))
+    assert corpus_score(scored, metric="chrf", config=chrf_config) == pytest.approx(
+        expected, abs=1e-6
+    )
+    corpus = corpus_score(scored, metric="rouge")
+    for key, value in rouge_dict(corpus_rouge(hyps, refs)).items():
+        assert corpus[key] == pytest.approx(float(value), abs=1e-6)
+
+
+def test_score_metric_errors() -> None:
+    with pytest.raises(ValueError, match="metric"):
+        Score(metric="ter")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ChrfConfig"):
+        Score(metric="chrf", config=tensortext.BleuConfig())
+    with pytest.raises(TypeError, match="text"):
+        Score("a", "b", metric="chrf")({"a": [[1, 2]], "b": [[1, 2]]})
 
 
 def test_score_in_one_process_needs_no_ray() -> None:

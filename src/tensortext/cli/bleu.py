@@ -1,13 +1,27 @@
-"""Token-ID BLEU of hypotheses (stdin or -i) against one or more reference files, one segment
-per line; sacrebleu's output (0-100, with a signature), or one score per segment."""
+"""Score hypotheses (standard input or -i) against one or more reference files, one segment per
+line, as sacrebleu's command does: tensortext bleu ref.txt [ref2.txt ...] -i hyp.txt -m bleu chrf
+
+Text or token IDs. Lines are text, and BLEU tokenizes them with sacrebleu's 13a, as sacrebleu
+does by default (-tok intl, char or none as in sacrebleu; -tok cl100k_base or a tokenizer.json
+tokenizes with a BPE encoding). Lines of space-separated token IDs take --ids (-tok ids): each
+is then checked to be an integer. An ID file scored as text gets the same BLEU, since 13a leaves
+a line of decimal integers as it is, unless one ID is spelled two ways ("007" and "7" are one
+ID but two words); the signature says which way it was scored (tok:13a or tok:ids). chrF (-m
+chrf) always scores the characters and words of the text itself, never the tokens.
+
+Output as sacrebleu 2 prints it: one JSON record per metric (-f json, the default; a JSON list
+for several metrics), or sacrebleu's text line per metric (-f text), or the scores only (-b).
+With -sl, one text line per segment (one compact JSON record per line with an explicit -f json).
+Scores are 0-100. The signature is sacrebleu's, plus compat (and order), with tensortext's
+version. Trailing whitespace of every line is dropped, as sacrebleu does (BPE lines excepted).
+"""
 
 from __future__ import annotations
 
 import argparse
 import codecs
-import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import torch
@@ -15,9 +29,11 @@ from torch import Tensor
 
 from tensortext import __version__
 from tensortext._checks import MAX_NGRAM_ORDER
-from tensortext.bleu import NLTK_METHODS, SACREBLEU_METHODS, BleuConfig, bleu_stats
+from tensortext.bleu import NLTK_METHODS, SACREBLEU_METHODS, BleuConfig
 from tensortext.bleu.result import BLEUScore, bleu_scores
+from tensortext.bleu.tokenizers import TOKENIZERS, UNSUPPORTED_TOKENIZERS, TokenVocab
 from tensortext.bpe.registry import list_encoding_names
+from tensortext.cli import chrf_options
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
@@ -28,7 +44,9 @@ from tensortext.cli.common import (
     read_lines,
     user_errors,
 )
-from tensortext.padded import pad_ragged, pad_ragged_refs
+from tensortext.cli.sacrebleu_flags import add_sacrebleu_flags, check_refused
+from tensortext.cli.scoring import bleu_corpus_stats, flat_rows, format_results, json_record
+from tensortext.padded import Flat
 
 __all__ = [
     "MAX_NGRAM_ORDER",
@@ -39,41 +57,49 @@ __all__ = [
     "format_signature",
     "run",
     "signature",
-    "tokens_to_ids",
 ]
 
 MAX_WIDTH = 20
 """The most decimals ``-w`` prints (a float64 holds 17 significant digits)."""
 
 
-_SACREBLEU_TOKENIZERS = (
-    "zh",
-    "13a",
-    "intl",
-    "char",
-    "ja-mecab",
-    "ko-mecab",
-    "spm",
-    "flores101",
-    "flores200",
-    "spBLEU-1K",
-)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("refs", nargs="+", metavar="REF", help="reference file(s), one per line")
-    parser.add_argument("-i", "--input", help="hypothesis file (default: standard input)")
+    parser.allow_abbrev = False  # sacrebleu's -t (a test set) must not be read as -tok
+    parser.add_argument(
+        "refs", nargs="*", metavar="REF", help="reference file(s), one segment per line"
+    )
+    parser.add_argument(
+        "-i",
+        "--input",
+        nargs="+",  # one file; several (sacrebleu's systems) are refused, not read as REFs
+        metavar="HYP",
+        help="the hypothesis file, one (default: standard input)",
+    )
+    parser.add_argument(
+        "-m",
+        "--metrics",
+        nargs="+",
+        choices=["bleu", "chrf", "ter"],
+        default=["bleu"],
+        help="metrics to compute, printed in sacrebleu's order (default: bleu; ter is not "
+        "implemented)",
+    )
     parser.add_argument(
         "-tok",
         "--tokenize",
-        default="ids",
+        default="13a",
         metavar="TOKENIZE",
-        help="what a line is: 'ids' (space-separated integer token IDs; the default), 'none' "
-        "(whitespace-separated tokens, as sacrebleu's -tok none) or text tokenized with a BPE "
-        f"encoding ({', '.join(list_encoding_names())}, a tokenizer.json or its directory)",
+        help=f"BLEU's tokenizer: sacrebleu's {', '.join(TOKENIZERS)}; 'ids' for lines of token "
+        "IDs; or a BPE encoding "
+        f"({', '.join(list_encoding_names())}, a tokenizer.json or its directory) "
+        "(default: 13a, as sacrebleu)",
     )
     parser.add_argument(
-        "--ids", dest="tokenize", action="store_const", const="ids", help="the same as -tok ids"
+        "--ids",
+        dest="tokenize",
+        action="store_const",
+        const="ids",
+        help="lines are space-separated integer token IDs (the same as -tok ids)",
     )
     parser.add_argument(
         "-e",
@@ -86,25 +112,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-lc",
         "--lowercase",
         action="store_true",
-        help="lowercase the text before tokenizing (-tok none or BPE; default: off)",
+        help="lowercase the text before BLEU tokenizes it (not with --ids; default: off)",
     )
+    _add_output_arguments(parser)
+    _add_scoring_arguments(parser)
+    chrf_options.add_chrf_arguments(parser)
+    add_device_argument(parser)
+    add_sacrebleu_flags(parser)
+
+
+def _add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-sl",
         "--sentence-level",
         action="store_true",
-        help="one score per segment; as in sacrebleu, effective order is then on (default: off)",
+        help="one score per segment; as in sacrebleu, BLEU's effective order is then on "
+        "(default: off)",
     )
     parser.add_argument(
         "-f",
         "--format",
-        choices=["text", "json"],
-        default="text",
-        help="'json': sacrebleu's JSON record (one compact record per line with -sl) "
-        "(default: text)",
+        choices=["json", "text", "latex"],
+        default=None,
+        help="'json': sacrebleu's JSON record per metric; 'text': sacrebleu's line "
+        "(default: json, or $SACREBLEU_FORMAT; with -sl text lines, and -f json gives one "
+        "compact record per line; latex is sacrebleu's multi-system table, not implemented)",
     )
-    parser.add_argument("-b", "--score-only", action="store_true", help="print only the score")
     parser.add_argument(
-        "-sh", "--short", action="store_true", help="the short signature (#:1|c:mixed|...)"
+        "-b", "--score-only", action="store_true", help="print only the scores (default: off)"
+    )
+    parser.add_argument(
+        "-sh",
+        "--short",
+        action="store_true",
+        help="the short signature (#:1|c:mixed|...) in text lines (default: off)",
     )
     parser.add_argument(
         "-w",
@@ -113,8 +154,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help=f"decimals of the scores, 0 to {MAX_WIDTH} (default: 1)",
     )
-    _add_scoring_arguments(parser)
-    add_device_argument(parser)
 
 
 def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
@@ -180,11 +219,6 @@ def config_from(args: argparse.Namespace) -> BleuConfig:
         )
 
 
-def tokens_to_ids(segments: Sequence[Sequence[str]], vocab: dict[str, int]) -> list[list[int]]:
-    """Maps whitespace tokens to IDs, growing ``vocab`` (shared by hypotheses and references)."""
-    return [[vocab.setdefault(token, len(vocab)) for token in segment] for segment in segments]
-
-
 def signature(args: argparse.Namespace, config: BleuConfig, num_refs: int) -> dict[str, str]:
     """sacrebleu's signature fields, in its order, with ours before the version:
     ``nrefs, case, eff, tok, smooth, compat[, order], version`` (``smooth:floor[0.10]`` and
@@ -216,11 +250,10 @@ _SHORT_NAMES = {"nrefs": "#", "case": "c", "eff": "e", "smooth": "s", "version":
 
 
 def describe(result: BLEUScore, width: int) -> dict[str, Any]:
-    """sacrebleu's JSON fields of a score: the score and precisions to ``width`` decimals, the
-    brevity penalty and length ratio to 3, as sacrebleu rounds them."""
+    """The fields a segment's JSON record (``-sl -f json``) has after sacrebleu's: the
+    precisions to ``width`` decimals, the brevity penalty and length ratio to 3, as sacrebleu
+    rounds them, and the lengths."""
     return {
-        "score": round(result.score, width),
-        "verbose_score": result.verbose,
         "precisions": [round(p, width) for p in result.precisions],
         "bp": round(result.bp, 3),
         "ratio": round(result.ratio, 3),
@@ -231,111 +264,164 @@ def describe(result: BLEUScore, width: int) -> dict[str, Any]:
 
 def _check_flags(args: argparse.Namespace) -> None:
     """What the flags alone get wrong, before any file is read."""
+    check_refused(args)
+    if args.input is not None and len(args.input) > 1:
+        raise CliError(
+            f"-i takes one hypothesis file, got {len(args.input)} ({' '.join(args.input[:3])}"
+            f"{' ...' if len(args.input) > 3 else ''}): reference files go before -i "
+            "(tensortext bleu REF... -i HYP), and each system is scored by its own command"
+        )
+    if not args.refs:
+        raise CliError("no reference file: pass them before -i (tensortext bleu REF... -i HYP)")
+    if args.format == "latex":
+        raise CliError("-f latex is sacrebleu's table of several systems; pass -f json or text")
+    if args.sentence_level and len(set(args.metrics)) > 1:
+        raise CliError("-sl scores one metric at a time, as in sacrebleu: pass -m bleu or -m chrf")
     check_int_flag("-w", args.width, 0, MAX_WIDTH)
     check_int_flag("--max-ngram-order", args.max_ngram_order, 1, MAX_NGRAM_ORDER)
-    try:
-        codec = codecs.lookup(args.encoding)
-    except LookupError:
-        hint = "; BPE tokenization is -tok " + args.encoding if _is_bpe(args.encoding) else ""
+    _check_encoding(args.encoding)
+    if args.tokenize in UNSUPPORTED_TOKENIZERS:
+        raise CliError(f"-tok {args.tokenize}: {UNSUPPORTED_TOKENIZERS[args.tokenize]}")
+    if args.lowercase and args.tokenize == "ids":
+        raise CliError("-lc lowercases text; token IDs (--ids) have no case")
+    if "chrf" in args.metrics and args.tokenize == "ids":
         raise CliError(
-            f"-e {args.encoding!r} is no text encoding; -e is the files' text encoding, as in "
+            "-m chrf scores the characters of text, and --ids says the lines are token IDs: "
+            "decode them first (tensortext tokenize --decode) or drop -m chrf"
+        )
+
+
+def _check_encoding(encoding: str) -> None:
+    try:
+        codec = codecs.lookup(encoding)
+    except LookupError:
+        hint = "; BPE tokenization is -tok " + encoding if _is_bpe(encoding) else ""
+        raise CliError(
+            f"-e {encoding!r} is no text encoding; -e is the files' text encoding, as in "
             f"sacrebleu (default utf-8){hint}"
         ) from None
     # rot13, base64, zlib, hex...: codecs that are not bytes <-> str, which open() refuses.
     if not getattr(codec, "_is_text_encoding", True):
         raise CliError(
-            f"-e {args.encoding!r} is a {codec.name} transform, not a text encoding; -e is the "
+            f"-e {encoding!r} is a {codec.name} transform, not a text encoding; -e is the "
             "files' text encoding, as in sacrebleu: pass e.g. -e utf-8"
         )
-    if args.tokenize in _SACREBLEU_TOKENIZERS:
-        raise CliError(
-            f"-tok {args.tokenize} is a sacrebleu text tokenizer; tensortext scores token IDs: "
-            "pass -tok none for whitespace tokens, or a BPE encoding such as -tok cl100k_base"
-        )
-    if args.lowercase and args.tokenize == "ids":
-        raise CliError("-lc lowercases text; token IDs (-tok ids) have no case")
 
 
 def _is_bpe(name: str) -> bool:
     return name in list_encoding_names() or os.path.exists(name)
 
 
-def _read_segments(
-    args: argparse.Namespace, stdin: TextIO | None, device: torch.device
-) -> tuple[list[list[int]], list[list[list[int]]]]:
-    """Hypotheses and the reference files as ID lists: ``(hyps [B], refs_by_file [F][B])``."""
-    hyp_lines = read_lines(args.input, stdin, args.encoding)
+def _read_inputs(
+    args: argparse.Namespace, stdin: TextIO | None
+) -> tuple[str, list[str], list[list[str]]]:
+    """The hypotheses' name, their lines ``[B]`` and each reference file's lines ``[F][B]``, as
+    read."""
+    hyp_path = args.input[0] if args.input else None
+    hyp_lines = read_lines(hyp_path, stdin, args.encoding)
     ref_lines = [read_lines(path, encoding=args.encoding) for path in args.refs]
     if not hyp_lines:  # sacrebleu refuses too ("contains no sentence")
-        raise CliError(f"{args.input or '<stdin>'} is empty: no segments to score")
+        raise CliError(f"{hyp_path or '<stdin>'} is empty: no segments to score")
     for path, lines in zip(args.refs, ref_lines, strict=True):
         if len(lines) != len(hyp_lines):
             raise CliError(
                 f"{path} has {len(lines)} lines but the hypotheses have {len(hyp_lines)}; "
                 "each reference file needs one line per hypothesis"
             )
-    if args.lowercase:
-        hyp_lines = [line.lower() for line in hyp_lines]
-        ref_lines = [[line.lower() for line in lines] for lines in ref_lines]
+    return hyp_path or "<stdin>", hyp_lines, ref_lines
+
+
+Encode = Callable[[list[str], str], Flat]
+"""Lines of one file, and its name for errors, to BLEU's token IDs."""
+
+
+def _bleu_encoder(args: argparse.Namespace, device: torch.device) -> Encode:
+    """How ``-tok`` turns lines into token IDs (a BPE encoding is loaded here, before any file
+    is read). Text tokenizers get lines without trailing whitespace, as sacrebleu reads them."""
     if args.tokenize == "ids":
-        hint = "; pass -tok none to score whitespace tokens"
-        hyps = parse_id_lines(hyp_lines, args.input or "<stdin>", hint=hint)
-        refs = [
-            parse_id_lines(lines, path, hint=hint)
-            for path, lines in zip(args.refs, ref_lines, strict=True)
-        ]
-        return hyps, refs
-    if args.tokenize == "none":
-        vocab: dict[str, int] = {}
-        hyps = tokens_to_ids([line.split() for line in hyp_lines], vocab)
-        return hyps, [tokens_to_ids([line.split() for line in lines], vocab) for lines in ref_lines]
+        hint = "; the lines are text? drop --ids (BLEU then tokenizes with 13a)"
+        return lambda lines, name: flat_rows(parse_id_lines(lines, name, hint=hint))
+    if args.tokenize in TOKENIZERS:
+        vocab = TokenVocab(args.tokenize)  # one vocabulary for hypotheses and references
+
+        def tokenize(lines: list[str], name: str) -> Flat:  # sacrebleu's BLEU: lowercase, strip
+            return vocab.encode_flat(
+                [line.lower().rstrip() for line in lines] if args.lowercase else lines
+            )
+
+        return tokenize
     encoding = load_encoding(args.tokenize)
 
-    def encode(lines: list[str]) -> list[list[int]]:
+    def encode(lines: list[str], name: str) -> Flat:
+        lines = [line.lower() for line in lines] if args.lowercase else lines
         if device.type == "cpu":  # the host encoder's lists
-            return encoding.encode_ordinary_batch(lines)  # type: ignore[no-any-return]
-        rows: list[list[int]] = encoding.encode_batch_to_tensor(
-            lines, device=device, disallowed_special=()
-        ).tolist()
-        return rows
+            return flat_rows(encoding.encode_ordinary_batch(lines))
+        padded = encoding.encode_batch_to_tensor(lines, device=device, disallowed_special=())
+        return flat_rows(padded.tolist())
 
-    return encode(hyp_lines), [encode(lines) for lines in ref_lines]
+    return encode
 
 
-def _results(stats: Tensor, config: BleuConfig, sentence_level: bool) -> list[BLEUScore]:
-    """The library's score objects: one per segment, or one for the corpus."""
-    if sentence_level:
-        return bleu_scores(stats, config)
-    total = stats.sum(0)
-    last = stats[-1] if len(stats) else torch.zeros_like(total)
-    return bleu_scores(total, config, last_stats=last)
+def _bleu_results(args: argparse.Namespace, config: BleuConfig, stats: Tensor) -> list[str]:
+    """What BLEU prints: one string per segment with -sl, else one for the corpus."""
+    fields = signature(args, config, len(args.refs))
+    sig = format_signature(fields, args.short)
+    if args.sentence_level:
+        scores = bleu_scores(stats, config)
+        if args.format == "json" and not args.score_only:  # -b wins, as in sacrebleu
+            return [
+                json_record(
+                    "BLEU", s.score, args.width, fields, s.verbose, describe(s, args.width), None
+                )
+                for s in scores
+            ]
+        return [s.format(args.width, args.score_only, sig) for s in scores]
+    [score] = bleu_scores(stats.sum(0), config, last_stats=stats[-1])
+    if args.format == "json" and not args.score_only:  # sacrebleu's record, our signature
+        return [json_record("BLEU", score.score, args.width, fields, score.verbose)]
+    return [score.format(args.width, args.score_only, sig)]
+
+
+def _output_format(args: argparse.Namespace) -> str:
+    """``-f``, else $SACREBLEU_FORMAT (as sacrebleu reads it), else sacrebleu's json; text for
+    -sl unless ``-f json`` is given (sacrebleu prints text lines there whatever -f says)."""
+    if args.format is not None:
+        return str(args.format)
+    if args.sentence_level:
+        return "text"
+    from_environment = os.environ.get("SACREBLEU_FORMAT", "").lower()
+    return from_environment if from_environment in ("json", "text") else "json"
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
     _check_flags(args)
-    config = config_from(args)  # options are checked before any input is read
+    args.format = _output_format(args)
+    metrics = sorted(set(args.metrics))  # sacrebleu prints BLEU before chrF, whatever -m says
+    # Options are checked, and a BPE encoding loaded, before any input is read.
+    bleu_config = config_from(args) if "bleu" in metrics else None
+    chrf_config = chrf_options.config_from(args) if "chrf" in metrics else None
     device = device_from(args)
-    hyps, refs_by_file = _read_segments(args, stdin, device)
-    ref_sets = [list(refs) for refs in zip(*refs_by_file, strict=True)]
-    with user_errors(ValueError):
-        stats = bleu_stats(
-            pad_ragged(hyps, device=device), pad_ragged_refs(ref_sets, device=device), config=config
-        )
-        results = _results(stats, config, args.sentence_level)
-    fields = signature(args, config, len(args.refs))
-    sig = format_signature(fields, args.short)
-    for result in results:
-        if args.format == "json":  # sacrebleu's keys (long signature, as sacrebleu), then ours
-            described = describe(result, args.width)
-            record = {
-                "name": "BLEU",
-                "score": described.pop("score"),
-                "signature": format_signature(fields),
-                "verbose_score": described.pop("verbose_score"),
-                **fields,
-                **described,
-            }
-            indent = None if args.sentence_level else 1
-            stdout.write(json.dumps(record, indent=indent, ensure_ascii=False) + "\n")
-        else:
-            stdout.write(result.format(args.width, args.score_only, sig) + "\n")
+    encode = _bleu_encoder(args, device) if bleu_config is not None else None
+    hyp_name, hyp_lines, ref_lines = _read_inputs(args, stdin)
+    results: list[str] = []
+    if encode is not None and bleu_config is not None:
+        strip = args.tokenize in TOKENIZERS  # sacrebleu drops trailing whitespace as it reads
+        hyps = encode(_stripped(hyp_lines) if strip else hyp_lines, hyp_name)
+        refs = [
+            encode(_stripped(lines) if strip else lines, path)
+            for path, lines in zip(args.refs, ref_lines, strict=True)
+        ]
+        with user_errors(ValueError):
+            stats = bleu_corpus_stats(hyps, refs, bleu_config, device)
+        results += _bleu_results(args, bleu_config, stats)
+    if chrf_config is not None:
+        hyp_text, ref_text = _stripped(hyp_lines), [_stripped(lines) for lines in ref_lines]
+        results += chrf_options.results(args, chrf_config, hyp_text, ref_text, device)
+    if args.sentence_level:
+        stdout.write("".join(line + "\n" for line in results))
+    else:
+        stdout.write(format_results(results, args.format == "json", args.score_only) + "\n")
+
+
+def _stripped(lines: list[str]) -> list[str]:
+    return [line.rstrip() for line in lines]

@@ -1,11 +1,13 @@
 """Ray Data: callable classes for ``Dataset.map_batches`` (tokenize, translate, score) and the
-corpus BLEU of a scored dataset.
+corpus score of a scored dataset.
 
 Each class is built once per actor (the encoding and its tables load there) and called on
 batches in Ray's ``"numpy"`` format (a dict of column name -> array); token IDs travel as a
-column of int64 arrays, one per row. BLEU's sufficient statistics are written as columns
-``{output}_stat_0 ..`` that add up across blocks and machines, so :func:`corpus_bleu` is one
-``Dataset.sum`` and the formula, equal to the single-process :func:`tensortext.corpus_bleu`.
+column of int64 arrays, one per row, text as a column of strings. :class:`Score` writes the
+metric's sufficient statistics (BLEU's and chrF's counts, ROUGE's sentence scores and a count)
+as columns ``{output}_stat_0 ..`` that add up across blocks and machines, so
+:func:`corpus_score` is one ``Dataset.sum`` and the formula, equal to the single-process
+``corpus_bleu`` / ``corpus_chrf`` / ``corpus_rouge``.
 This module does not import Ray; the ``[ray]`` extra installs it for the pipeline itself::
 
     import ray
@@ -20,15 +22,18 @@ This module does not import Ray; the ``[ray]`` extra installs it for the pipelin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
+from tensortext._checks import check_choice
 from tensortext.bleu import BleuConfig, bleu_from_stats, bleu_stats
 from tensortext.padded import pad_ragged
 
-__all__ = ["Score", "Tokenize", "Translate", "corpus_bleu"]
+__all__ = ["Score", "Tokenize", "Translate", "corpus_bleu", "corpus_score"]
+
+Metric = Literal["bleu", "chrf", "rouge"]
 
 Batch = dict[str, Any]
 
@@ -121,16 +126,22 @@ class Translate:
 
 
 class Score:
-    """Per-row BLEU of two token-ID columns, and the row's BLEU statistics.
+    """Per-row BLEU, chrF or ROUGE of a hypothesis and a reference column, and the row's
+    statistics.
 
-    Adds ``output`` (the sentence BLEU, 0-1, as :func:`tensortext.sentence_bleu`) and the
-    statistics columns ``{output}_stat_0 ..`` (``[hyp_len, ref_len, correct_1..N,
-    total_1..N]``), which :func:`corpus_bleu` sums.
+    Adds the statistics columns ``{output}_stat_0 ..``, which :func:`corpus_score` sums, and the
+    sentence scores (0-1): for BLEU and chrF the column ``output`` (as
+    :func:`tensortext.sentence_bleu` and :func:`tensortext.chrf.sentence_chrf`); for ROUGE the
+    columns ``{output}_{type}_{precision|recall|fmeasure}`` (torchmetrics' names).
 
     Args:
-        hyp_column, ref_column: columns of token-ID arrays (one reference per row).
-        output: the score column's name, and the statistics columns' prefix.
-        config: BLEU's options (:class:`tensortext.BleuConfig`; default sacrebleu's).
+        hyp_column, ref_column: BLEU: columns of token-ID arrays; chrF: columns of text; ROUGE:
+            text (rouge-score's tokenizer) or token IDs. One reference per row.
+        metric: ``"bleu"`` (the default), ``"chrf"`` or ``"rouge"``.
+        output: the score column's name (default: the metric's), and the statistics' prefix.
+        config: the metric's options (:class:`tensortext.BleuConfig`,
+            :class:`tensortext.chrf.ChrfConfig`, :class:`tensortext.rouge.RougeConfig`; default
+            the reference library's defaults).
     """
 
     def __init__(
@@ -138,36 +149,101 @@ class Score:
         hyp_column: str = "hyp_ids",
         ref_column: str = "ref_ids",
         *,
-        output: str = "bleu",
-        config: BleuConfig | None = None,
+        metric: Metric = "bleu",
+        output: str | None = None,
+        config: Any = None,
     ):
-        self.hyp_column, self.ref_column, self.output = hyp_column, ref_column, output
-        self.config = config or BleuConfig()
+        check_choice("metric", metric, ("bleu", "chrf", "rouge"))
+        self.hyp_column, self.ref_column, self.metric = hyp_column, ref_column, metric
+        self.output = output or metric
+        self.config = _config(metric, config)
 
     def __call__(self, batch: Mapping[str, Any]) -> Batch:
         for name in (self.hyp_column, self.ref_column):
             if name not in batch:
                 raise KeyError(f"Score: no column {name!r} (the batch has {sorted(batch)})")
-        hyp = pad_ragged([np.asarray(row).tolist() for row in batch[self.hyp_column]])
-        ref = pad_ragged([np.asarray(row).tolist() for row in batch[self.ref_column]])
-        stats = bleu_stats(hyp, ref, config=self.config)  # [B, 2 + 2N]
-        out = {**batch, self.output: bleu_from_stats(stats, config=self.config).numpy()}
+        hyps, refs = _inputs(self.metric, batch[self.hyp_column], batch[self.ref_column])
+        out = dict(batch)
+        if self.metric == "bleu":
+            stats = bleu_stats(hyps, refs, config=self.config)  # [B, 2 + 2N]
+            out[self.output] = bleu_from_stats(stats, config=self.config).numpy()
+        elif self.metric == "chrf":
+            from tensortext.chrf import chrf_from_stats, chrf_stats
+
+            stats = chrf_stats(hyps, refs, config=self.config)  # [B, 3 (C + W)]
+            out[self.output] = chrf_from_stats(stats, config=self.config).numpy()
+        else:
+            from tensortext.rouge import rouge_dict, rouge_from_stats, rouge_stats
+
+            stats = rouge_stats(hyps, refs, config=self.config)  # [B, 1 + 3T]
+            scores = rouge_from_stats(stats, config=self.config)  # [B, T, 3]
+            for key, column in rouge_dict(scores, config=self.config).items():
+                out[f"{self.output}_{key}"] = column.numpy()
         for index in range(stats.shape[1]):
             out[f"{self.output}_stat_{index}"] = stats[:, index].numpy()
         return out
 
 
+def _config(metric: str, config: Any) -> Any:
+    """``config``, checked against ``metric``, or the metric's default config."""
+    if metric == "bleu":
+        expected: type = BleuConfig
+    elif metric == "chrf":
+        from tensortext.chrf import ChrfConfig
+
+        expected = ChrfConfig
+    else:
+        from tensortext.rouge import RougeConfig
+
+        expected = RougeConfig
+    if config is None:
+        return expected()
+    if not isinstance(config, expected):
+        raise TypeError(
+            f"metric={metric!r} takes a {expected.__name__} as config, got {type(config).__name__}"
+        )
+    return config
+
+
+def _inputs(metric: str, hyp_column: Any, ref_column: Any) -> tuple[Any, Any]:
+    """A batch's two columns as the metric's input: padded IDs, or lists of text."""
+    hyp_rows, ref_rows = list(hyp_column), list(ref_column)
+    if metric != "bleu" and all(isinstance(row, str) for row in [*hyp_rows, *ref_rows]):
+        return [str(row) for row in hyp_rows], [str(row) for row in ref_rows]
+    if metric == "chrf":
+        raise TypeError("Score(metric='chrf') scores text: both columns must hold strings")
+    hyp = pad_ragged([np.asarray(row).tolist() for row in hyp_rows])
+    ref = pad_ragged([np.asarray(row).tolist() for row in ref_rows])
+    return hyp, ref
+
+
 def corpus_bleu(dataset: Any, *, output: str = "bleu", config: BleuConfig | None = None) -> float:
-    """Corpus BLEU (0-1) of a dataset scored by :class:`Score`: its statistics columns summed
-    with ``dataset.sum``, then the formula.
+    """Corpus BLEU (0-1) of a dataset scored by :class:`Score`: ``corpus_score`` with
+    ``metric="bleu"``."""
+    return float(corpus_score(dataset, metric="bleu", output=output, config=config))
+
+
+def corpus_score(
+    dataset: Any, *, metric: Metric = "bleu", output: str | None = None, config: Any = None
+) -> Any:
+    """The corpus score of a dataset scored by :class:`Score`: its statistics columns summed
+    with ``dataset.sum``, then the metric's formula.
+
+    Returns:
+        BLEU and chrF: a float (0-1), equal to :func:`tensortext.corpus_bleu` /
+        :func:`tensortext.chrf.corpus_chrf` on the whole data. ROUGE: a dict of torchmetrics'
+        keys (``"rouge1_fmeasure"``, ...) to the mean sentence score, as
+        :func:`tensortext.rouge.corpus_rouge`.
 
     Raises:
         ValueError: no statistics columns named ``{output}_stat_K``, or NLTK's smoothing
             methods 5-7, which read the corpus's last sentence (a distributed dataset has no
             last sentence).
     """
-    config = config or BleuConfig()
-    if config.method in ("method5", "method6", "method7"):
+    check_choice("metric", metric, ("bleu", "chrf", "rouge"))
+    config = _config(metric, config)
+    output = output or metric
+    if metric == "bleu" and config.method in ("method5", "method6", "method7"):
         raise ValueError(
             f"corpus_bleu: NLTK's {config.method} reads the corpus's last sentence, which a "
             "distributed dataset does not have; use another smooth_method"
@@ -178,8 +254,19 @@ def corpus_bleu(dataset: Any, *, output: str = "bleu", config: BleuConfig | None
         key=lambda name: int(name[len(prefix) :]),
     )
     if not names:
-        raise ValueError(f"corpus_bleu: no columns {prefix}0, ...; run map_batches(Score) first")
+        raise ValueError(f"corpus_score: no columns {prefix}0, ...; run map_batches(Score) first")
     sums = dataset.sum(names)  # {"sum(name)": total} for several columns (Ray 2.x)
     values = [sums[f"sum({name})"] for name in names] if len(names) > 1 else [sums]
-    stats = torch.tensor([int(value) for value in values], dtype=torch.int64)
-    return float(bleu_from_stats(stats, config=config))
+    if metric == "bleu":
+        stats = torch.tensor([int(value) for value in values], dtype=torch.int64)
+        return float(bleu_from_stats(stats, config=config))
+    if metric == "chrf":
+        from tensortext.chrf import chrf_from_stats
+
+        stats = torch.tensor([int(value) for value in values], dtype=torch.int64)
+        return float(chrf_from_stats(stats, config=config))
+    from tensortext.rouge import rouge_dict, rouge_from_stats
+
+    totals = torch.tensor([float(value) for value in values], dtype=config.dtype)
+    scores = rouge_from_stats(totals, config=config)  # [T, 3]
+    return {key: float(value) for key, value in rouge_dict(scores, config=config).items()}

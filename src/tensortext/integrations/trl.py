@@ -1,23 +1,33 @@
-"""BLEU as a TRL reward function (``GRPOTrainer(reward_funcs=[...])``).
+"""BLEU, chrF and ROUGE as TRL reward functions (``GRPOTrainer(reward_funcs=[...])``).
 
 TRL 1.x calls each reward function as ``reward_func(prompts=..., completions=...,
 completion_ids=..., **dataset_columns, trainer_state=...)`` with ``completion_ids`` a ragged
-``list[list[int]]`` that ends with the first EOS, and every other dataset column repeated once
-per generation.
+``list[list[int]]`` that ends with the first EOS, ``completions`` the decoded text (a string, or
+for conversational data a list of messages whose last ``content`` is the text), and every other
+dataset column repeated once per generation.
+
+:func:`bleu_reward` scores token IDs (TensorBLEU's dense reward); :func:`chrf_reward` scores the
+completion text by characters, as sacrebleu's chrF; :func:`rouge_reward` scores the text as
+``rouge-score`` does, or token IDs when the references are IDs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import torch
 
-from tensortext._checks import DeviceLike, resolve_device
+from tensortext._checks import DeviceLike, brief, check_choice, resolve_device
 from tensortext.bleu import BleuConfig, sentence_bleu
 from tensortext.padded import pad_ragged, pad_ragged_refs
 
-__all__ = ["bleu_reward"]
+if TYPE_CHECKING:
+    from tensortext.chrf import ChrfConfig
+
+__all__ = ["bleu_reward", "chrf_reward", "rouge_reward"]
+
+_ROUGE_MEASURES = ("precision", "recall", "fmeasure")
 
 
 class _Encoder(Protocol):
@@ -84,7 +94,7 @@ def bleu_reward(
 
 
 def _column(
-    ref_column: str, completion_ids: Sequence[Sequence[int]] | None, kwargs: dict[str, Any]
+    ref_column: str, completion_ids: Sequence[object] | None, kwargs: dict[str, Any]
 ) -> Sequence[object]:
     """The references of a call, checked against the completions."""
     if completion_ids is None:
@@ -151,3 +161,154 @@ def _encode(text: str, tokenizer: object, column: str) -> list[int]:
     if callable(tokenizer):
         return list(tokenizer(text))
     raise TypeError("tokenizer must have an encode method or be callable")
+
+
+def chrf_reward(
+    ref_column: str = "reference",
+    *,
+    config: ChrfConfig | None = None,
+    device: DeviceLike | Literal["auto"] | None = "auto",
+) -> Callable[..., list[float]]:
+    """Makes a TRL reward function: per-completion chrF (or chrF++) of the completion text.
+
+    Args:
+        ref_column: dataset column with the reference text of each prompt: a string, or a list
+            of strings (several references; the best one counts, as in sacrebleu).
+        config: the chrF options (:class:`~tensortext.chrf.ChrfConfig`); default sacrebleu's
+            chrF (``char_order=6, word_order=0, beta=2``); ``word_order=2`` is chrF++.
+        device: where to score: ``"auto"`` (the default) is CUDA when available, ``None`` the CPU.
+
+    Returns:
+        ``reward_func(completions, **kwargs) -> list[float]`` (named ``chrf``), scores in 0..1:
+        sacrebleu's ``CHRF(...).sentence_score(completion, refs).score / 100``.
+
+    Raises:
+        TypeError: ``config`` is not a ``ChrfConfig``. ValueError: a bad ``device``.
+
+    Example:
+        >>> reward = chrf_reward("reference", device=None)
+        >>> reward(completions=["the cat sat"], reference=["the cat sat"])
+        [1.0]
+    """
+    from tensortext.chrf import ChrfConfig, sentence_chrf
+
+    if config is None:
+        config = ChrfConfig()
+    elif not isinstance(config, ChrfConfig):
+        raise TypeError(f"config must be a ChrfConfig or None, got {type(config).__name__}")
+    target = resolve_device(device)
+    scoring = config
+
+    def chrf(completions: Sequence[object] | None = None, **kwargs: Any) -> list[float]:
+        texts = _completion_texts(completions)
+        refs = [_text_references(entry, ref_column) for entry in _column(ref_column, texts, kwargs)]
+        scores = sentence_chrf(texts, refs, config=scoring, device=target)
+        return [float(s) for s in scores.tolist()]  # the one host copy: TRL wants floats
+
+    return chrf
+
+
+def rouge_reward(
+    ref_column: str = "reference",
+    *,
+    rouge_type: str = "rougeL",
+    measure: Literal["precision", "recall", "fmeasure"] = "fmeasure",
+    use_stemmer: bool = False,
+    eos_id: int | None = None,
+    device: DeviceLike | Literal["auto"] | None = "auto",
+) -> Callable[..., list[float]]:
+    """Makes a TRL reward function: per-completion ROUGE of one type and measure.
+
+    Text references score the completion text with ``rouge-score``'s default tokenizer
+    (lowercase, ``[a-z0-9]`` words, nltk's Porter stemmer with ``use_stemmer``); token-ID
+    references score ``completion_ids`` (a trailing ``eos_id`` dropped), the TensorBLEU-style
+    reward. Several references: the one with the best F-measure counts, as in ``score_multi``.
+
+    Args:
+        ref_column: dataset column with each prompt's reference(s), text or token IDs.
+        rouge_type: ``"rouge1"`` .. ``"rouge9"`` or ``"rougeL"``.
+        measure: ``"fmeasure"`` (the default), ``"precision"`` or ``"recall"``.
+        use_stemmer: rouge-score's option (text only; needs nltk).
+        eos_id: dropped from the end of each completion's IDs (ID references only).
+        device: where to score: ``"auto"`` (the default) is CUDA when available, ``None`` the CPU.
+
+    Returns:
+        ``reward_func(completions, completion_ids, **kwargs) -> list[float]`` (named ``rouge``),
+        scores in 0..1.
+
+    Raises:
+        ValueError: an unknown ``rouge_type`` or ``measure``, or a bad ``device``.
+
+    Example:
+        >>> reward = rouge_reward("reference", device=None)
+        >>> reward(completions=["The cat sat."], reference=["the cat sat"])
+        [1.0]
+    """
+    from tensortext.rouge import RougeConfig, sentence_rouge
+
+    config = RougeConfig(rouge_types=(rouge_type,), use_stemmer=use_stemmer)
+    check_choice("measure", measure, _ROUGE_MEASURES)
+    column = _ROUGE_MEASURES.index(measure)
+    target = resolve_device(device)
+
+    def rouge(
+        completions: Sequence[object] | None = None,
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        **kwargs: Any,
+    ) -> list[float]:
+        rows = completions if completions is not None else completion_ids
+        references = _column(ref_column, rows, kwargs)
+        if references and all(_is_text_entry(entry) for entry in references):
+            texts = _completion_texts(completions)
+            refs = [_text_references(entry, ref_column) for entry in references]
+            scores = sentence_rouge(texts, refs, config=config, device=target)
+        else:
+            if completion_ids is None:
+                raise ValueError("token-ID references need completion_ids (TRL passes them)")
+            hyps = [_strip_eos(list(map(int, ids)), eos_id) for ids in completion_ids]
+            id_refs = [_reference_set(entry, None, ref_column) for entry in references]
+            scores = sentence_rouge(
+                pad_ragged(hyps, device=target),
+                pad_ragged_refs(id_refs, device=target),
+                config=config,
+            )
+        return [float(s) for s in scores[:, 0, column].tolist()]  # the one host copy
+
+    return rouge
+
+
+def _completion_texts(completions: Sequence[object] | None) -> list[str]:
+    """TRL's ``completions`` as strings: plain text, or the last message's ``content``."""
+    if completions is None:
+        raise ValueError("the reward function needs completions (TRL passes them)")
+    texts = []
+    for completion in completions:
+        if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+            completion = completion[-1].get("content")
+        if not isinstance(completion, str):
+            raise TypeError(
+                "completions must be strings or lists of chat messages with a 'content' string, "
+                f"got {brief(completion)}"
+            )
+        texts.append(completion)
+    return texts
+
+
+def _is_text_entry(entry: object) -> bool:
+    """A dataset entry of text references: a string or a non-empty list of strings."""
+    if isinstance(entry, str):
+        return True
+    return (
+        isinstance(entry, (list, tuple))
+        and bool(entry)
+        and all(isinstance(ref, str) or ref is None for ref in entry)
+    )
+
+
+def _text_references(entry: object, column: str) -> list[str | None]:
+    """One dataset entry as a list of reference strings (``None``: a missing reference)."""
+    if isinstance(entry, str):
+        return [entry]
+    if _is_text_entry(entry):
+        return list(cast("Sequence[str | None]", entry))
+    raise TypeError(f"entries of {column!r} must be text or lists of text, got {brief(entry)}")

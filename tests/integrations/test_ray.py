@@ -119,6 +119,8 @@ def test_score_metric_errors() -> None:
         Score(metric="chrf", config=tensortext.BleuConfig())
     with pytest.raises(TypeError, match="text"):
         Score("a", "b", metric="chrf")({"a": [[1, 2]], "b": [[1, 2]]})
+    with pytest.raises(TypeError, match="NoneType"):
+        Score("a", "b", metric="rouge")({"a": ["x", None], "b": ["y", "z"]})
 
 
 def test_score_in_one_process_needs_no_ray() -> None:

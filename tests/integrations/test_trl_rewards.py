@@ -80,3 +80,13 @@ def test_errors_name_the_fix() -> None:
         reward(completions=[[1, 2]], reference=["a"])
     with pytest.raises(TypeError, match="text"):
         reward(completions=["a"], reference=[[1, 2]])
+
+
+def test_an_entry_without_references_scores_zero_on_either_path() -> None:
+    rouge = rouge_reward("reference", device=None)
+    texts = rouge(completions=["a b", "c"], completion_ids=[[1, 2], [3]], reference=["a b", []])
+    assert texts == [1.0, 0.0]
+    ids = rouge(completions=["x", "y"], completion_ids=[[1, 2], [3]], reference=[[1, 2], []])
+    assert ids == [1.0, 0.0]
+    chrf = chrf_reward("reference", device=None)
+    assert chrf(completions=["a b", "c"], reference=["a b", [None]]) == [1.0, 0.0]

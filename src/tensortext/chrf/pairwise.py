@@ -19,7 +19,7 @@ below ``2**24`` rows per sentence (float64 beyond).
 
 ``fastchrf.pairwise_chrf`` computes the same matrix for character n-grams, with one
 difference: its ``remove_whitespace`` removes Unicode's White_Space (Rust's
-``char::is_whitespace``), which lacks ``\x1c``-``\x1f``; sacrebleu, and this, remove all of
+``char::is_whitespace``), which lacks ``\\x1c``-``\\x1f``; sacrebleu, and this, remove all of
 ``str.split()``'s whitespace, those four included. It has no word n-grams (chrF++) or
 lowercasing.
 

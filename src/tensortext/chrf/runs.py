@@ -252,49 +252,42 @@ def iter_steps(
             prefix_bits = _bits(total)
 
 
-def slot_matches(step: SortedStep, offsets: Tensor) -> Tensor:
-    """Per group and order of the step, ``sum over n-grams of min(count in slot 0, count in
-    slot k)`` for ``k >= 1``.
+def slot_matches(step: SortedStep, order: int, offsets: Tensor) -> Tensor:
+    """Per group, ``sum over n-grams of min(count in slot 0, count in slot k)``, ``k >= 1``.
 
     The end codes must differ between slot 0 and the others (see the module docstring): a
     too-short n-gram's run then holds only slot 0 or only other slots, and its minimum is 0.
+    One order at a time: the arrays of one order's runs stay in cache.
 
     Args:
-        step: from :func:`iter_steps`.
+        step: from :func:`iter_steps`, holding ``order``.
+        order: the n-gram order.
         offsets: ``[G + 1]`` from :func:`group_offsets`.
 
     Returns:
-        ``[G, K - 1, t]`` int64, one column per order of the step.
+        ``[G, K - 1]`` int64.
     """
-    keys, num_slots, count = step.keys, step.num_slots, step.count
-    total = keys.numel()
+    keys, num_slots = step.keys, step.num_slots
     num_groups = offsets.numel() - 1
-    if total == 0:
-        return keys.new_zeros(num_groups, num_slots - 1, count)
-    # Every order at once, as rows of one [t, T + 1] table. Only runs of two or more keys can
-    # match; such a run starts at a bound followed by no bound and ends before a bound preceded
-    # by none, so where the bound flags flip alternates start, last key, start, last key, ...
-    # (and never across rows: each row is a bound at 0 and at T).
-    thresholds = torch.tensor([1 << step.shift(n) for n in step.orders], device=keys.device)
-    bounds = step.differs.unsqueeze(0) >= thresholds.unsqueeze(1)  # [t, T + 1]
-    flips = positions((bounds[:, :-1] != bounds[:, 1:]).view(-1))  # [2R] over all rows
-    flat_starts = flips[0::2].contiguous()  # row * T + start, ascending
-    row = torch.div(flat_starts, total, rounding_mode="floor")
-    starts = flat_starts - row * total
-    ends = flips[1::2] + 1 - row * total
+    if keys.numel() == 0:
+        return keys.new_zeros(num_groups, num_slots - 1)
+    # Only runs of two or more keys can match. Such a run starts at a bound followed by no
+    # bound and ends before a bound preceded by none: the places where the bound flag flips
+    # alternate start, last key, start, last key, ...
+    bounds = step.run_bounds(order)  # [T + 1], true at 0 and at T
+    flips = positions(bounds[:-1] != bounds[1:])  # [2R]
+    starts, ends = flips[0::2].contiguous(), flips[1::2] + 1  # [R] each
     # Keys of slots 1.. in each run: differences of running counts at its bounds; slot 0 has
     # the rest of the run.
     others = [c.index_select(0, ends) - c.index_select(0, starts) for c in step.slot_cumulative]
     first = ends - starts
     for other in others:
         first -= other
-    # Runs are in (order, group) order: a group's sum is a difference of running sums at the
-    # first run of the next group (searchsorted: the runs that start before the group's end).
-    order_base = torch.arange(count, device=keys.device).unsqueeze(1) * total
-    next_group = torch.searchsorted(flat_starts, (order_base + offsets).view(-1))  # [t * (G + 1)]
+    # Runs are in group order: a group's sum is a difference of running sums at the first run
+    # of the next group (searchsorted: the runs that start before the group's end).
+    next_group = torch.searchsorted(starts, offsets)  # [G + 1]
     per_slot = []
     for other in others:
         running = torch.nn.functional.pad(torch.minimum(first, other).cumsum_(0), (1, 0))
-        at_ends = running.index_select(0, next_group).view(count, num_groups + 1)
-        per_slot.append(torch.diff(at_ends, dim=1).T)  # [G, t]
+        per_slot.append(torch.diff(running.index_select(0, next_group)))  # [G]
     return torch.stack(per_slot, dim=1)

@@ -61,7 +61,8 @@ def count_orders(symbols: Flat, num_slots: int, bits: int, orders: int) -> Tenso
     end_codes = (torch.arange(lengths.numel(), device=lengths.device) % num_slots > 0).int()
     offsets = group_offsets(lengths, num_slots)
     for step in iter_steps(symbols, num_slots, bits, counted, end_codes):
-        matches[:, :, step.first - 1 : step.first - 1 + step.count] = slot_matches(step, offsets)
+        for order in step.orders:
+            matches[:, :, order - 1] = slot_matches(step, order, offsets)
     return matches
 
 

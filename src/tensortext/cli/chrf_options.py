@@ -7,19 +7,33 @@ BLEU's tokens; ``-lc`` is BLEU's, ``--chrf-lowercase`` chrF's, as in sacrebleu.
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
 
 from tensortext import __version__
+from tensortext._checks import MAX_NGRAM_ORDER
 from tensortext.chrf import ChrfConfig, chrf_score, chrf_stats
-from tensortext.cli.common import user_errors
+from tensortext.cli.common import CliError, check_int_flag, user_errors
 from tensortext.cli.scoring import json_record
 
-__all__ = ["CHRF_BLOCK_LINES", "add_chrf_arguments", "config_from", "results", "signature"]
+__all__ = [
+    "CHRF_BLOCK_CHARS",
+    "CHRF_BLOCK_LINES",
+    "add_chrf_arguments",
+    "config_from",
+    "results",
+    "signature",
+]
 
 CHRF_BLOCK_LINES = 8192
-"""Segments per call of :func:`~tensortext.chrf.chrf_stats` (memory stays bounded)."""
+"""The most segments per call of :func:`~tensortext.chrf.chrf_stats`."""
+
+CHRF_BLOCK_CHARS = 1 << 22
+"""The most characters (hypotheses and references) per call, past its first segment: memory
+follows characters, a few int64 buffers each, so a block of long lines is cut shorter."""
 
 _SHORT_NAMES = {"nrefs": "#", "case": "c", "eff": "e", "space": "s", "version": "v"}
 
@@ -66,7 +80,11 @@ def add_chrf_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from(args: argparse.Namespace) -> ChrfConfig:
     """The chrF flags as one validated :class:`~tensortext.chrf.ChrfConfig` (float64, as the
-    printed scores are rounded to ``--width`` decimals)."""
+    printed scores are rounded to ``--width`` decimals); a bad value names its flag."""
+    check_int_flag("-cc/--chrf-char-order", args.chrf_char_order, 1, MAX_NGRAM_ORDER)
+    check_int_flag("-cw/--chrf-word-order", args.chrf_word_order, 0, MAX_NGRAM_ORDER)
+    if not (math.isfinite(args.chrf_beta) and args.chrf_beta > 0):
+        raise CliError(f"--chrf-beta must be a finite number above 0, got {args.chrf_beta}")
     with user_errors(TypeError, ValueError):
         return ChrfConfig(
             char_order=args.chrf_char_order,
@@ -95,15 +113,29 @@ def signature(config: ChrfConfig, num_refs: int) -> dict[str, str]:
 def _stats(
     config: ChrfConfig, hyp_lines: list[str], ref_lines: list[list[str]], device: torch.device
 ) -> Tensor:
-    """``[B, 3 * (C + W)]`` chrF statistics, :data:`CHRF_BLOCK_LINES` segments at a time."""
+    """``[B, 3 * (C + W)]`` chrF statistics, in blocks of at most :data:`CHRF_BLOCK_LINES`
+    segments and :data:`CHRF_BLOCK_CHARS` characters."""
     blocks = []
-    for start in range(0, len(hyp_lines), CHRF_BLOCK_LINES):
-        end = start + CHRF_BLOCK_LINES
+    for start, end in _blocks(hyp_lines, ref_lines):
         refs = list(zip(*(lines[start:end] for lines in ref_lines), strict=True))
         with user_errors(ValueError):
             block = chrf_stats(hyp_lines[start:end], refs, config=config, device=device)
         blocks.append(block.cpu())
     return torch.cat(blocks)
+
+
+def _blocks(hyp_lines: list[str], ref_lines: list[list[str]]) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of consecutive blocks within both budgets (one segment at least)."""
+    start = 0
+    while start < len(hyp_lines):
+        end, chars = start, 0
+        while end < len(hyp_lines) and end - start < CHRF_BLOCK_LINES:
+            chars += len(hyp_lines[end]) + sum(len(lines[end]) for lines in ref_lines)
+            if chars > CHRF_BLOCK_CHARS and end > start:
+                break
+            end += 1
+        yield start, end
+        start = end
 
 
 def results(

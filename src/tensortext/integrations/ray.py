@@ -206,14 +206,21 @@ def _config(metric: str, config: Any) -> Any:
 
 
 def _inputs(metric: str, hyp_column: Any, ref_column: Any) -> tuple[Any, Any]:
-    """A batch's two columns as the metric's input: padded IDs, or lists of text."""
+    """A batch's two columns as the metric's input: lists of text, or padded IDs."""
     hyp_rows, ref_rows = list(hyp_column), list(ref_column)
-    if metric != "bleu" and all(isinstance(row, str) for row in [*hyp_rows, *ref_rows]):
-        return [str(row) for row in hyp_rows], [str(row) for row in ref_rows]
+    rows = [*hyp_rows, *ref_rows]
+    if metric != "bleu" and any(isinstance(row, str) for row in rows):
+        odd = next((row for row in rows if not isinstance(row, str)), None)
+        if odd is not None:
+            raise TypeError(
+                f"Score(metric={metric!r}): a text column holds {type(odd).__name__} "
+                "(every row of both columns must be a string; '' for an empty one)"
+            )
+        return hyp_rows, ref_rows
     if metric == "chrf":
         raise TypeError("Score(metric='chrf') scores text: both columns must hold strings")
-    hyp = pad_ragged([np.asarray(row).tolist() for row in hyp_rows])
-    ref = pad_ragged([np.asarray(row).tolist() for row in ref_rows])
+    hyp = pad_ragged([np.asarray(row, dtype=np.int64).tolist() for row in hyp_rows])
+    ref = pad_ragged([np.asarray(row, dtype=np.int64).tolist() for row in ref_rows])
     return hyp, ref
 
 

@@ -14,7 +14,7 @@ completion text by characters, as sacrebleu's chrF; :func:`rouge_reward` scores 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import torch
 
@@ -150,7 +150,8 @@ def _reference_set(entry: object, tokenizer: object, column: str) -> list[list[i
 def _encode(text: str, tokenizer: object, column: str) -> list[int]:
     if tokenizer is None:
         raise ValueError(
-            f"{column!r} holds text; pass bleu_reward(tokenizer=...) to turn it into token IDs"
+            f"{column!r} holds text; pass a tokenizer (bleu_reward(tokenizer=...)) to turn it "
+            "into token IDs"
         )
     encode = getattr(tokenizer, "encode", None)
     if encode is not None:
@@ -258,7 +259,9 @@ def rouge_reward(
     ) -> list[float]:
         rows = completions if completions is not None else completion_ids
         references = _column(ref_column, rows, kwargs)
-        if references and all(_is_text_entry(entry) for entry in references):
+        # Text or IDs is decided once per call, from the references that hold something (an
+        # empty list is "no reference" either way).
+        if any(_has_text(entry) for entry in references):
             texts = _completion_texts(completions)
             refs = [_text_references(entry, ref_column) for entry in references]
             scores = sentence_rouge(texts, refs, config=config, device=target)
@@ -294,21 +297,20 @@ def _completion_texts(completions: Sequence[object] | None) -> list[str]:
     return texts
 
 
-def _is_text_entry(entry: object) -> bool:
-    """A dataset entry of text references: a string or a non-empty list of strings."""
+def _has_text(entry: object) -> bool:
+    """A dataset entry that holds reference text: a string, or a list with one."""
     if isinstance(entry, str):
         return True
-    return (
-        isinstance(entry, (list, tuple))
-        and bool(entry)
-        and all(isinstance(ref, str) or ref is None for ref in entry)
-    )
+    return isinstance(entry, (list, tuple)) and any(isinstance(ref, str) for ref in entry)
 
 
 def _text_references(entry: object, column: str) -> list[str | None]:
     """One dataset entry as a list of reference strings (``None``: a missing reference)."""
     if isinstance(entry, str):
         return [entry]
-    if _is_text_entry(entry):
-        return list(cast("Sequence[str | None]", entry))
-    raise TypeError(f"entries of {column!r} must be text or lists of text, got {brief(entry)}")
+    if isinstance(entry, (list, tuple)) and all(isinstance(r, str) or r is None for r in entry):
+        return list(entry)  # [] or all None: no reference, which scores 0
+    raise TypeError(
+        f"entries of {column!r} must be text or lists of text (None for a missing reference), "
+        f"got {brief(entry)}"
+    )

@@ -255,7 +255,7 @@ def sacrebleu_bleu(hyps: list[str], refs: list[list[str]]) -> float:
         (("--ids", "-m", "chrf"), "-m chrf scores the characters of text"),
         (("--ids",), "hyp.txt, line 1: 'The' is not a token ID (ASCII digits 0-9); the lines"),
         (("-f", "latex"), "-f latex is sacrebleu's table of several systems"),
-        (("-cc", "0", "-m", "chrf"), "char_order"),
+        (("-cc", "0", "-m", "chrf"), "-cc/--chrf-char-order"),
     ],
 )
 def test_what_tensortext_lacks_is_refused_by_name(

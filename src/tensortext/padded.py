@@ -24,6 +24,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from tensortext._checks import brief
+
 __all__ = [
     "MISSING_REF",
     "PAD_ID",
@@ -32,6 +34,7 @@ __all__ = [
     "pad_ragged",
     "pad_ragged_refs",
     "split_rows",
+    "text_reference_sets",
 ]
 
 PAD_ID = -1
@@ -151,3 +154,52 @@ def pad_ragged_refs(
         ids.view(len(references), slots, ids.shape[-1]).to(device),
         lengths.view(len(references), slots).to(device),
     )
+
+
+def text_reference_sets(refs: object, batch: int) -> list[list[str | None]]:
+    """Text references as one checked list per sentence, the text form of reference slots.
+
+    Args:
+        refs: ``B`` entries, each one string or a sequence of strings and ``None`` (a missing
+            reference, sacrebleu's ``None``; :data:`MISSING_REF` in tensors).
+        batch: ``B``, the number of hypotheses.
+
+    Returns:
+        ``B`` lists of references (a string entry becomes a list of one).
+
+    Raises:
+        TypeError: ``refs`` or an entry of the wrong type (naming ``refs[b][r]``).
+        ValueError: ``len(refs) != batch``.
+
+    Example:
+        >>> text_reference_sets(["a b", ["c", None]], 2)
+        [['a b'], ['c', None]]
+    """
+    if not isinstance(refs, Sequence) or isinstance(refs, (str, Padded)):
+        raise TypeError(
+            f"refs must be a list of strings (or of lists of strings) for text hypotheses, got "
+            f"{type(refs).__name__}"
+        )
+    if len(refs) != batch:
+        raise ValueError(
+            f"hyps has {batch} sentences but refs has {len(refs)}; give one reference (or one "
+            "list of references) per hypothesis"
+        )
+    sets: list[list[str | None]] = []
+    for index, entry in enumerate(refs):
+        if isinstance(entry, str):
+            sets.append([entry])
+            continue
+        if not isinstance(entry, Sequence):
+            raise TypeError(
+                f"refs[{index}] must be a str or a list of str (None for a missing reference), "
+                f"got {type(entry).__name__}"
+            )
+        for slot, ref in enumerate(entry):
+            if ref is not None and not isinstance(ref, str):
+                raise TypeError(
+                    f"refs[{index}][{slot}] must be a str or None (a missing reference), got "
+                    f"{type(ref).__name__} {brief(ref)}"
+                )
+        sets.append(list(entry))
+    return sets

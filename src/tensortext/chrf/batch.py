@@ -32,7 +32,7 @@ from tensortext._checks import (
 from tensortext.chrf.runs import positions
 from tensortext.chrf.text import MAX_CODEPOINT, encode_texts
 from tensortext.ngrams import strip_padding
-from tensortext.padded import MISSING_REF, Flat, Padded
+from tensortext.padded import MISSING_REF, Flat, Padded, text_reference_sets
 
 __all__ = ["Grouped", "format_candidates", "format_pairs"]
 
@@ -63,27 +63,6 @@ def _is_text(name: str, value: object) -> bool:
             f"tensor), got {type(value).__name__}"
         )
     return True
-
-
-def _text_references(refs: Sequence[object], batch: int) -> list[tuple[str | None, ...]]:
-    """Each sentence's references as a tuple (``None`` = missing)."""
-    if len(refs) != batch:
-        raise ValueError(
-            f"hyps has {batch} sentences but refs has {len(refs)}; give one reference (or a list "
-            "of references) per hypothesis"
-        )
-    sets: list[tuple[str | None, ...]] = []
-    for entry in refs:
-        if isinstance(entry, str):
-            sets.append((entry,))
-        elif isinstance(entry, Sequence) and all(r is None or isinstance(r, str) for r in entry):
-            sets.append(tuple(entry))
-        else:
-            raise TypeError(
-                "refs must hold a string, or a list of strings and None (missing references), "
-                f"per sentence; got {type(entry).__name__}"
-            )
-    return sets
 
 
 def _from_texts(
@@ -215,12 +194,12 @@ def _pairs_from_text(
         return _from_texts(
             list(itertools.chain.from_iterable(pairs)), None, 2, lowercase, "hyps and refs", device
         )
-    sets = _text_references(refs, len(hyps))
+    sets = text_reference_sets(refs, len(hyps))
     slots = max([len(s) for s in sets] + [1])
     texts: list[str] = []
     present: list[bool] = []
     for hyp, refs_of_hyp in zip(hyps, sets, strict=True):  # input layout, not scoring
-        padded = refs_of_hyp + (None,) * (slots - len(refs_of_hyp))
+        padded = refs_of_hyp + [None] * (slots - len(refs_of_hyp))
         texts += [hyp, *(ref or "" for ref in padded)]
         present += [True, *(ref is not None for ref in padded)]
     return _from_texts(texts, present, 1 + slots, lowercase, "hyps and refs", device)

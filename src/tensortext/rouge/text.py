@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 import torch
 
 from tensortext._checks import brief
-from tensortext.padded import MISSING_REF, Padded, pad_ragged
+from tensortext.padded import MISSING_REF, Padded, pad_ragged, text_reference_sets
 
 __all__ = ["encode_candidates", "encode_texts", "is_text", "porter_stemmer", "tokenize"]
 
@@ -100,39 +100,6 @@ def _strings(name: str, values: Sequence[object]) -> list[str]:
     return strings
 
 
-def _reference_sets(refs: object, batch: int) -> list[list[str | None]]:
-    """``refs`` (one string per sentence, or a sequence of strings or ``None`` per sentence) as
-    one list of references per sentence."""
-    if not isinstance(refs, Sequence) or isinstance(refs, (str, Padded)):
-        raise TypeError(
-            f"refs must be a list of strings (or of lists of strings) for text hypotheses, got "
-            f"{type(refs).__name__}"
-        )
-    if len(refs) != batch:
-        raise ValueError(
-            f"hyps has {batch} sentences but refs has {len(refs)}; give one reference (or one "
-            "list of references) per hypothesis"
-        )
-    sets: list[list[str | None]] = []
-    for index, entry in enumerate(refs):
-        if isinstance(entry, str):
-            sets.append([entry])
-            continue
-        if not isinstance(entry, Sequence):
-            raise TypeError(
-                f"refs[{index}] must be a str or a list of str (None for a missing reference), "
-                f"got {type(entry).__name__}"
-            )
-        for slot, ref in enumerate(entry):
-            if ref is not None and not isinstance(ref, str):
-                raise TypeError(
-                    f"refs[{index}][{slot}] must be a str or None (a missing reference), got "
-                    f"{type(ref).__name__} {brief(ref)}"
-                )
-        sets.append(list(entry))
-    return sets
-
-
 def _ids(words: list[str], vocabulary: dict[str, int]) -> list[int]:
     """Words to IDs, new words getting the next free ID."""
     return [vocabulary.setdefault(word, len(vocabulary)) for word in words]
@@ -162,7 +129,7 @@ def encode_texts(
         TypeError: a hypothesis or reference that is not a string. ValueError: ``B`` differs.
     """
     texts = _strings("hyps", hyps)
-    reference_sets = _reference_sets(refs, len(texts))
+    reference_sets = text_reference_sets(refs, len(texts))
     vocabulary: dict[str, int] = {}
     hyp_rows = [_ids(tokenize(hyp, use_stemmer=use_stemmer), vocabulary) for hyp in texts]
     slots = max([1, *(len(entry) for entry in reference_sets)])

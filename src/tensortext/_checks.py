@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 import torch
 from torch import Tensor
@@ -33,6 +34,7 @@ __all__ = [
     "check_pad_ids",
     "check_same_device",
     "check_shape",
+    "resolve_config",
     "resolve_device",
 ]
 
@@ -218,3 +220,37 @@ def check_pad_ids(pad_id: object, tensors: Sequence[tuple[str, Tensor]]) -> tupl
                     f"{info.min}..{info.max}); pass {name}.long(), or a pad_id in that range"
                 )
     return tuple(values)
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+def resolve_config(config_type: type[ConfigT], config: object, options: dict[str, Any]) -> ConfigT:
+    """The config of a call that takes ``config=`` or the options as keywords, not both.
+
+    Builds (and so validates) a ``config_type`` (a frozen dataclass such as ``BleuConfig``)
+    from ``options`` when ``config`` is ``None``; otherwise checks ``config`` and that every
+    keyword option kept its default (a list equal to a tuple default counts as kept; NaN never).
+    """
+    if config is None:
+        return config_type(**options)
+    name = config_type.__name__
+    if not isinstance(config, config_type):
+        raise TypeError(f"config must be a {name} or None, got {type(config).__name__}")
+    defaults = {f.name: f.default for f in dataclasses.fields(config_type) if f.init}  # type: ignore[arg-type]
+    changed = [key for key, value in options.items() if not _is_default(defaults[key], value)]
+    if changed:
+        given = ", ".join(f"{key}={brief(options[key])}" for key in changed)
+        raise ValueError(
+            f"got config= and {given}; pass the options either in the {name} or as "
+            f"keywords (e.g. config=dataclasses.replace(config, {changed[0]}=...))"
+        )
+    return config
+
+
+def _is_default(default: object, value: object) -> bool:
+    if isinstance(value, float) and math.isnan(value):
+        return False
+    if isinstance(default, tuple) and isinstance(value, (tuple, list)):
+        return tuple(value) == default
+    return value is default or (type(value) is type(default) and value == default)

@@ -9,8 +9,6 @@ resolved fields :attr:`BleuConfig.method` and :attr:`BleuConfig.smoothing` and n
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,6 +22,7 @@ from tensortext._checks import (
     check_float,
     check_ngram_order,
 )
+from tensortext._checks import resolve_config as checked_config
 
 __all__ = ["NLTK_METHODS", "SACREBLEU_METHODS", "BleuConfig", "Compat", "resolve_config"]
 
@@ -196,33 +195,7 @@ class BleuConfig:
         raise ValueError(f"NLTK's {method} takes no smooth_value{hint}; pass smooth_value=None")
 
 
-_DEFAULTS = {
-    option.name: option.default for option in dataclasses.fields(BleuConfig) if option.init
-}
-
-
 def resolve_config(config: BleuConfig | None, **options: Any) -> BleuConfig:
-    """The config of a call that takes ``config=`` or the options as keywords, not both.
-
-    Builds (and so validates) a :class:`BleuConfig` from ``options`` when ``config`` is
-    ``None``; otherwise checks ``config`` and that every keyword option kept its default.
-    """
-    if config is None:
-        return BleuConfig(**options)
-    if not isinstance(config, BleuConfig):
-        raise TypeError(f"config must be a BleuConfig or None, got {type(config).__name__}")
-    changed = [name for name, value in options.items() if not _is_default(name, value)]
-    if changed:
-        given = ", ".join(f"{name}={brief(options[name])}" for name in changed)
-        raise ValueError(
-            f"got config= and {given}; pass the options either in the BleuConfig or as "
-            f"keywords (e.g. config=dataclasses.replace(config, {changed[0]}=...))"
-        )
-    return config
-
-
-def _is_default(name: str, value: object) -> bool:
-    default = _DEFAULTS[name]
-    if isinstance(value, float) and math.isnan(value):
-        return False
-    return value is default or (type(value) is type(default) and value == default)
+    """The config of a call that takes ``config=`` or the options as keywords, not both
+    (:func:`tensortext._checks.resolve_config` for :class:`BleuConfig`)."""
+    return checked_config(BleuConfig, config, options)

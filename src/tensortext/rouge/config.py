@@ -8,7 +8,6 @@ Everything downstream reads the resolved fields and never re-checks.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import torch
 
 from tensortext._checks import brief
+from tensortext._checks import resolve_config as checked_config
 from tensortext.rouge.text import porter_stemmer
 
 __all__ = ["DEFAULT_ROUGE_TYPES", "ROUGE_TYPES", "RougeConfig", "resolve_config"]
@@ -108,33 +108,7 @@ def _check_rouge_types(rouge_types: object) -> tuple[str, ...]:
     return types
 
 
-_DEFAULTS = {
-    option.name: option.default for option in dataclasses.fields(RougeConfig) if option.init
-}
-
-
 def resolve_config(config: RougeConfig | None, **options: Any) -> RougeConfig:
-    """The config of a call that takes ``config=`` or the options as keywords, not both.
-
-    Builds (and so validates) a :class:`RougeConfig` from ``options`` when ``config`` is
-    ``None``; otherwise checks ``config`` and that every keyword option kept its default.
-    """
-    if config is None:
-        return RougeConfig(**options)
-    if not isinstance(config, RougeConfig):
-        raise TypeError(f"config must be a RougeConfig or None, got {type(config).__name__}")
-    changed = [name for name, value in options.items() if not _is_default(name, value)]
-    if changed:
-        given = ", ".join(f"{name}={brief(options[name])}" for name in changed)
-        raise ValueError(
-            f"got config= and {given}; pass the options either in the RougeConfig or as "
-            f"keywords (e.g. config=dataclasses.replace(config, {changed[0]}=...))"
-        )
-    return config
-
-
-def _is_default(name: str, value: object) -> bool:
-    default = _DEFAULTS[name]
-    if name == "rouge_types":
-        return isinstance(value, (tuple, list)) and tuple(value) == default
-    return value is default or (type(value) is type(default) and value == default)
+    """The config of a call that takes ``config=`` or the options as keywords, not both
+    (:func:`tensortext._checks.resolve_config` for :class:`RougeConfig`)."""
+    return checked_config(RougeConfig, config, options)

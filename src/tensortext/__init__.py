@@ -10,6 +10,10 @@
   ROUGE and LMBR use is :mod:`tensortext.ngrams`; every metric class sums its statistics with
   :mod:`tensortext.accumulate`.
 * :mod:`tensortext.padded`: the ragged-batch convention (``Padded``, ``PAD_ID``) every part follows.
+
+``pip install tensortext`` is the tokenizer alone (no torch); ``pip install "tensortext[torch]"``
+adds everything tensor-shaped. ``import tensortext`` loads neither torch nor numpy: each name is
+imported when first used, and a name that needs torch says which extra to install.
 """
 
 import importlib
@@ -62,27 +66,47 @@ _SUBPACKAGES = (
     "bleu",
     "bpe",
     "chrf",
+    "core",
     "decode",
     "formats",
     "lmbr",
+    "load",
     "mbr",
+    "model",
     "ngrams",
     "padded",
+    "registry",
     "rouge",
 )
 """Reachable as attributes after a bare ``import tensortext``, as when they were imported
-eagerly."""
+eagerly; ``core``, ``load``, ``model`` and ``registry`` are tiktoken's modules of those names
+(``import tensortext as tiktoken``)."""
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBPACKAGES:
-        return importlib.import_module(f"tensortext.{name}")  # sets the attribute itself
+        return _import(f"tensortext.{name}", name)  # sets the attribute itself
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'tensortext' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    value = getattr(_import(home, name), name)
     globals()[name] = value  # later uses find it without this hook
     return value
+
+
+def _import(module: str, name: str) -> Any:
+    """``module``, imported; without torch, an ``ImportError`` that names the extra to install
+    (the tokenizer needs no torch; the metrics, beam search and tensors do)."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            raise
+        from tensortext._torch import INSTALL_HINT
+
+        raise ImportError(
+            f"tensortext.{name}: PyTorch is not installed; {INSTALL_HINT}"
+        ) from error
 
 
 def __dir__() -> list[str]:

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from collections.abc import Sequence
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Union
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
 
 __all__ = [
     "MAX_NGRAM_ORDER",
@@ -38,9 +40,7 @@ __all__ = [
     "resolve_device",
 ]
 
-DeviceLike = torch.device | str
-
-_INTEGER_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+DeviceLike = Union["torch.device", str]  # a string: torch is imported by the checks that use it
 
 MAX_NGRAM_ORDER = 1000
 """The highest n-gram order any function takes (BLEU, LMBR, MBR and the CLI's flags).
@@ -61,7 +61,8 @@ _BRIEF_CHARS = 60
 def brief(value: object) -> str:
     """``repr(value)`` cut to a few dozen characters, for error messages (user data is
     unbounded: a 5,000-digit int or a long list must not become a 10 MB "one-line" error)."""
-    if isinstance(value, torch.Tensor):  # never print a tensor's values
+    torch = sys.modules.get("torch")  # loaded if value can be a tensor
+    if torch is not None and isinstance(value, torch.Tensor):  # never print a tensor's values
         return f"tensor(shape={list(value.shape)}, dtype={value.dtype})"
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**_BRIEF_CHARS:
         # str() of a huge int is slow, and refused past 4300 digits.
@@ -78,6 +79,8 @@ def resolve_device(device: DeviceLike | Literal["auto"] | None) -> torch.device:
     Raises:
         ValueError: an unknown device string, or a CUDA device without CUDA.
     """
+    import torch
+
     if device is None:
         return torch.device("cpu")
     if device == "auto":
@@ -148,21 +151,25 @@ def check_choice(name: str, value: object, choices: Sequence[object]) -> None:
 
 def check_integer_tensor(name: str, value: object, *, shape: str | None = None) -> Tensor:
     """A tensor of an integer dtype (not bool). ``shape`` (e.g. ``"[B, L]"``) goes in messages."""
+    import torch
+
     where = f" of shape {shape}" if shape else ""
-    if not isinstance(value, Tensor):
+    if not isinstance(value, torch.Tensor):
         raise TypeError(
             f"{name} must be a torch.Tensor{where} of integer token IDs, got "
             f"{type(value).__name__}; wrap it with torch.tensor(..., dtype=torch.long)"
         )
-    if value.dtype not in _INTEGER_DTYPES:
+    if value.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
         raise TypeError(f"{name} must have an integer dtype, got {value.dtype}; pass {name}.long()")
     return value
 
 
 def check_float_tensor(name: str, value: object, *, shape: str | None = None) -> Tensor:
     """A tensor of a floating dtype."""
+    import torch
+
     where = f" of shape {shape}" if shape else ""
-    if not isinstance(value, Tensor):
+    if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a float torch.Tensor{where}, got {type(value).__name__}")
     if not value.is_floating_point():
         raise TypeError(
@@ -202,6 +209,8 @@ def check_lengths(
 def check_pad_ids(pad_id: object, tensors: Sequence[tuple[str, Tensor]]) -> tuple[int, ...]:
     """``pad_id`` (an ``int``, or a non-empty tuple or list of them) as a tuple of IDs that fit
     the dtype of every ``(name, tensor)`` in ``tensors``."""
+    import torch
+
     values = pad_id if isinstance(pad_id, (tuple, list)) else (pad_id,)
     if not values:
         raise ValueError("pad_id must be an int or a non-empty tuple of ints, got ()")

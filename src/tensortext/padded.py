@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import torch
-from torch import Tensor
+if TYPE_CHECKING:
+    import torch
+    from torch import Tensor
 
 from tensortext._checks import brief
+from tensortext._torch import require_torch
 
 __all__ = [
     "MISSING_REF",
@@ -78,6 +80,8 @@ class Flat(NamedTuple):
     @property
     def offsets(self) -> Tensor:
         """``[B + 1]`` int64: where each row starts, then the total."""
+        import torch
+
         zero = self.lengths.new_zeros(1)
         return torch.cat([zero, torch.cumsum(self.lengths, 0)])
 
@@ -113,6 +117,7 @@ def pad_ragged(
         >>> pad_ragged([[5, 6], [7]]).ids.tolist()
         [[5, 6], [7, -1]]
     """
+    torch = require_torch("pad_ragged")
     lengths = torch.tensor([len(seq) for seq in sequences], dtype=torch.long)
     width = max(1, int(lengths.max())) if len(sequences) else 1
     flat = torch.tensor(list(itertools.chain.from_iterable(sequences)), dtype=torch.long)
@@ -141,6 +146,7 @@ def pad_ragged_refs(
         >>> pad_ragged_refs([]).ids.shape  # no sentences
         torch.Size([0, 1, 1])
     """
+    torch = require_torch("pad_ragged_refs")
     slots = max([len(refs) for refs in references] + [1])
     flat_refs = [
         refs[slot] if slot < len(refs) else () for refs in references for slot in range(slots)

@@ -25,7 +25,7 @@ from strategies import DEVICES, SETTINGS
 
 from tensortext.bpe import Encoding
 from tensortext.bpe.merge import hash_powers, lookup_pieces, piece_keys
-from tensortext.bpe.pretokenize import CL100K_PATTERN
+from tensortext.bpe.patterns import CL100K_PATTERN
 from tensortext.bpe.vocab import Vocab
 
 # (token, impostor): equal keys under the shipped hash, different bytes.

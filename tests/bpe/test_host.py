@@ -22,8 +22,8 @@ from strategies import SETTINGS
 from tensortext.bpe import Encoding, get_encoding, list_encoding_names
 from tensortext.bpe import host as host_module
 from tensortext.bpe.host import HostEncoder, host_pattern
-from tensortext.bpe.merge import merge_by_rank
-from tensortext.bpe.pretokenize import PATTERNS
+from tensortext.bpe.patterns import PATTERNS
+from tensortext.bpe.serial import merge_by_rank
 
 pytestmark = pytest.mark.skipif(
     sys.version_info < (3, 11), reason="the host encoder needs possessive quantifiers (3.11)"

@@ -39,8 +39,8 @@ from strategies import DEVICES, MAX_EXAMPLES, SETTINGS
 from test_merge_triton import require_triton
 
 from tensortext.bpe import Encoding, merge_pieces, merge_serial
-from tensortext.bpe.merge import merge_by_rank
-from tensortext.bpe.pretokenize import CL100K_PATTERN
+from tensortext.bpe.patterns import CL100K_PATTERN
+from tensortext.bpe.serial import merge_by_rank
 from tensortext.bpe.vocab import Vocab
 
 Ranks = dict[bytes, int]
@@ -203,7 +203,7 @@ def test_merge_by_rank_matches_naive(vocab: tuple[list[str], Ranks], data: st.Da
 def test_merge_by_rank_irregular_vocabulary(monkeypatch: pytest.MonkeyPatch) -> None:
     """``bc`` (rank 300) merges first; then ``a`` + ``bc`` = ``abc`` has rank 290, below it:
     the sequential order continues with the heap."""
-    import tensortext.bpe.merge as merge
+    import tensortext.bpe.serial as merge
 
     calls: list[list[bytes]] = []
     original = merge._merge_with_heap
@@ -554,7 +554,7 @@ def test_stopped_passes_then_merge_tokens_equal_the_full_merge(
     from oracles.bpe import tiktoken_reference
 
     from tensortext.bpe import get_encoding
-    from tensortext.bpe.merge import merge_parts_by_rank, merge_tokens
+    from tensortext.bpe.serial import merge_parts_by_rank, merge_tokens
 
     enc = get_encoding("cl100k_base")
     tables = enc._vocab.tables(torch.device("cpu"))

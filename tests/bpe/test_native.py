@@ -28,8 +28,9 @@ from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, native
 from tensortext.bpe.host import HostEncoder
-from tensortext.bpe.pretokenize import DEEPSEEK_V3_SPLITS, PATTERNS
+from tensortext.bpe.patterns import DEEPSEEK_V3_SPLITS, PATTERNS
 from tensortext.bpe.text import prepare_segments
+from tensortext.bpe.unicode import flag_bytes
 
 NATIVE = native._native
 # (tests/test_static.py fails where a C compiler is found but the extension is not built)
@@ -55,7 +56,7 @@ DEEPSEEK_CHARS = "日本あーカ\u30a0・\u309b\u3099\u9fa5\u9fa6\u3040\u30ff12
 def splitter(pat_str: str) -> Any:
     """A C encoder with the 256 byte tokens and ``pat_str``'s split rules (or a kind's)."""
     kind = native._KIND_CODES[PATTERNS.get(pat_str, pat_str)]
-    return NATIVE.Encoder(BYTES, list(range(256)), native._table(), kind)
+    return NATIVE.Encoder(BYTES, list(range(256)), flag_bytes(), kind)
 
 
 @BY_PATTERN
@@ -304,7 +305,7 @@ def test_what_stays_in_python() -> None:
 
 
 def test_the_extension_rejects_bad_input() -> None:
-    table, kind = native._table(), native._KIND_CODES["cl100k"]
+    table, kind = flag_bytes(), native._KIND_CODES["cl100k"]
     with pytest.raises(ValueError, match="byte 0 is not a token"):
         NATIVE.Encoder(BYTES[1:], list(range(1, 256)), table, kind)
     with pytest.raises(ValueError, match="0x110000"):

@@ -19,7 +19,7 @@ from oracles.bpe import regex_piece_starts, regex_pieces
 from strategies import DEVICES, SETTINGS
 
 from tensortext.bpe import PATTERNS, pattern_kind, piece_starts
-from tensortext.bpe.pretokenize import (
+from tensortext.bpe.patterns import (
     CL100K_PATTERN,
     DEEPSEEK_V3_SPLITS,
     GPT2_PATTERN,

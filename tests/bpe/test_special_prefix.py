@@ -25,7 +25,7 @@ from oracles.bpe import hf_byte_level_json, tiktoken_toy
 from strategies import DEVICES
 
 from tensortext.bpe import Encoding
-from tensortext.bpe.pretokenize import CL100K_PATTERN
+from tensortext.bpe.patterns import CL100K_PATTERN
 from tensortext.bpe.text import AllowedSpecial, DisallowedSpecial
 
 BYTES = {bytes([b]): b for b in range(256)}

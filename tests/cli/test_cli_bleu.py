@@ -111,7 +111,7 @@ def test_option_errors_are_clean(tmp_path, capsys):
     ref_file.write_text("1 2\n", encoding="utf-8")
     with pytest.raises(SystemExit):
         run(["bleu", str(ref_file), "-s", "method4"], "1 2\n")
-    assert "compat='nltk'" in capsys.readouterr().err
+    assert "pass --compat nltk" in capsys.readouterr().err  # the flag, not the keyword
 
 
 def test_empty_reference_lines_are_empty_references_as_in_sacrebleu(tmp_path):

@@ -44,8 +44,9 @@ def baseline_bytes(tokens: np.ndarray, file_format: str) -> bytes:
         buffer = io.BytesIO()
         np.save(buffer, tokens)
         return buffer.getvalue()
-    header = np.zeros(256, dtype=np.int32)  # llm.c's write_datafile
-    header[0], header[1], header[2] = 20240520, 1 if tokens.dtype == np.uint16 else 2, len(tokens)
+    header = np.zeros(256, dtype=np.int32)  # llm.c's write_datafile: its GPT-2 or Llama 3 layout
+    magic, version = (20240520, 1) if tokens.dtype == np.uint16 else (20240801, 7)
+    header[0], header[1], header[2] = magic, version, len(tokens)
     return header.tobytes() + tokens.tobytes()
 
 

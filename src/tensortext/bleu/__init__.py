@@ -20,6 +20,7 @@ No Python loop over the batch and no host synchronisation unless ``validate=True
 default), which checks lengths and IDs once before any work.
 """
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
 from tensortext.bleu.config import NLTK_METHODS, SACREBLEU_METHODS, BleuConfig, Compat
 from tensortext.bleu.functional import bleu_from_stats, bleu_stats, corpus_bleu, sentence_bleu
 from tensortext.bleu.metric import BLEU

@@ -9,7 +9,9 @@ resolved fields :attr:`BleuConfig.method` and :attr:`BleuConfig.smoothing` and n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,7 +48,8 @@ class BleuConfig:
         max_ngram_order: highest n-gram order ``N``, ``1 <= N <=``
             :data:`~tensortext._checks.MAX_NGRAM_ORDER` (1000).
         weights: NLTK's per-order weights (``compat="nltk"`` only), ``N`` finite numbers (so
-            at most 1000); ``None`` is uniform ``1/N``. Stored as a tuple.
+            at most 1000) in any sequence NLTK takes (a list, a tuple, a numpy array); ``None``
+            is uniform ``1/N``. Stored as a tuple of floats.
         smooth_method: sacrebleu's ``"none"``, ``"floor"``, ``"add-k"``, ``"exp"``; with
             ``compat="nltk"`` also ``"method0"`` .. ``"method7"`` (the sacrebleu names are
             NLTK's methods 0-3).
@@ -86,8 +89,8 @@ class BleuConfig:
 
     def __post_init__(self) -> None:
         self._check_types()
-        if self.weights is not None:
-            object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
+        if self.weights is not None:  # a tuple keeps the frozen config hashable
+            object.__setattr__(self, "weights", _weights_tuple(self.weights))
         check_choice("compat", self.compat, ("sacrebleu", "nltk"))
         method = self._sacrebleu_method() if self.compat == "sacrebleu" else self._nltk_method()
         object.__setattr__(self, "method", method)
@@ -105,14 +108,6 @@ class BleuConfig:
 
     def _check_types(self) -> None:
         check_ngram_order("max_ngram_order", self.max_ngram_order)
-        if self.weights is not None:
-            if isinstance(self.weights, str) or not isinstance(self.weights, Sequence):
-                raise TypeError(
-                    f"weights must be a sequence of numbers or None, got "
-                    f"{type(self.weights).__name__}"
-                )
-            for weight in self.weights:
-                check_float("weights", weight)
         if not isinstance(self.smooth_method, str):
             raise TypeError(
                 "smooth_method must be a str such as 'exp', got "
@@ -193,6 +188,44 @@ class BleuConfig:
         # NLTK's method2 always adds 1; sacrebleu's add-k takes any k.
         hint = " (it always adds 1; compat='sacrebleu' takes any k)" if method == "method2" else ""
         raise ValueError(f"NLTK's {method} takes no smooth_value{hint}; pass smooth_value=None")
+
+
+def _weights_tuple(weights: object) -> tuple[float, ...]:
+    """NLTK's ``weights`` as a tuple of floats: any ordered collection of real numbers, as NLTK
+    takes them (a list, a tuple, a 1-D numpy array or tensor, numpy scalars in a list).
+
+    Raises:
+        TypeError: for a str, a set, a mapping, a non-iterable, or an entry that is no real
+            number (a bool included).
+        ValueError: for an array of more than one dimension, or an entry that is not finite.
+
+    Example:
+        >>> import numpy as np
+        >>> _weights_tuple(np.array([0.5, 0.5]))
+        (0.5, 0.5)
+    """
+    if isinstance(weights, str | bytes | Mapping | AbstractSet) or not isinstance(
+        weights, Iterable
+    ):
+        raise TypeError(
+            "weights must be a sequence of numbers (a list, a tuple, a 1-D array) or None, got "
+            f"{type(weights).__name__}"
+        )
+    shape = getattr(weights, "shape", None)  # numpy arrays and tensors
+    if shape is not None and len(shape) != 1:
+        raise ValueError(
+            f"weights must be one-dimensional, one weight per n-gram order; got shape "
+            f"{tuple(shape)}"
+        )
+    entries = weights.tolist() if shape is not None and hasattr(weights, "tolist") else weights
+    return tuple(check_float("weights", _python_number(entry)) for entry in entries)
+
+
+def _python_number(value: object) -> object:
+    """A numpy scalar (``np.float32``, ``np.int64``) as a Python float; anything else as is."""
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | int | float):
+        return float(value)
+    return value
 
 
 def resolve_config(config: BleuConfig | None, **options: Any) -> BleuConfig:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from tensortext.bpe.merge import NO_RANK as _NO_RANK
+from tensortext.bpe.serial import NO_RANK as _NO_RANK
 
 __all__ = ["merge_kernel"]
 

@@ -3,21 +3,20 @@ variants under their own names (``encode_to_tensor``, ``encode_batch_to_tensor``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
-
+from tensortext._torch import require_torch
 from tensortext.bpe import parallel, unstable
-from tensortext.bpe.decoding import decode_padded, token_bytes
-from tensortext.bpe.engine import Segments, encode_flat, piece_texts
+from tensortext.bpe.decoding import DecodeMethods
 from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.host import HostEncoder
-from tensortext.bpe.merge import merge_serial
-from tensortext.bpe.native import threaded_encoder
-from tensortext.bpe.pretokenize import PatternKind
+from tensortext.bpe.native import encode_segments_flat, threaded_encoder
+from tensortext.bpe.patterns import PatternKind
+from tensortext.bpe.post_processor import add_affixes, add_affixes_flat, post_processor_affixes
+from tensortext.bpe.serial import merge_serial
 from tensortext.bpe.tensor_api import TensorMethods
 from tensortext.bpe.text import (
     AllowedSpecial,
@@ -31,16 +30,18 @@ from tensortext.bpe.text import (
     prepare_segments,
 )
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file
-from tensortext.padded import Flat, Padded
+from tensortext.padded import Flat
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from tensortext.bpe.text import Segments
+
 __all__ = ["Encoding"]
 
 
-class Encoding(TensorMethods):
+class Encoding(DecodeMethods, TensorMethods):
     """A byte-level BPE encoding: tiktoken's ``Encoding``, same methods and results, batched
     on tensors underneath.
 
@@ -119,8 +120,9 @@ class Encoding(TensorMethods):
 
         Added tokens become special tokens (pass ``allowed_special="all"`` to split them out as
         HF always does). The normalizer and ``add_prefix_space`` always apply; the
-        post-processor's tokens (e.g. a BOS) are added by the tensor methods when called with
-        ``add_special_tokens=True`` (HF's default; tiktoken's names never add them).
+        post-processor's tokens (e.g. a BOS) are added by every encode method called with
+        ``add_special_tokens=True`` (HF's ``tokenizer.encode`` defaults to True; here the
+        default is tiktoken's, False).
         """
         return cls._from_vocab(read_hf_json(source))
 
@@ -171,9 +173,10 @@ class Encoding(TensorMethods):
         return (Encoding._from_vocab, (self._vocab, self._pat_str))
 
     # ------------------------------------------------------------------ tiktoken: encoding
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Token IDs of ``text``, special-token text encoded as ordinary text."""
-        return self.encode(text, disallowed_special=())
+    def encode_ordinary(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        """Token IDs of ``text``, special-token text encoded as ordinary text
+        (``add_special_tokens`` as in :meth:`encode`)."""
+        return self.encode(text, disallowed_special=(), add_special_tokens=add_special_tokens)
 
     def encode(
         self,
@@ -181,6 +184,7 @@ class Encoding(TensorMethods):
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
+        add_special_tokens: bool = False,
     ) -> list[int]:
         """Token IDs of ``text``, identical to tiktoken's ``encode``.
 
@@ -188,14 +192,22 @@ class Encoding(TensorMethods):
             text: the string (lone surrogates become U+FFFD, as in tiktoken).
             allowed_special: special tokens whose text is encoded as the special token.
             disallowed_special: special tokens whose text raises (``"all"``: all not allowed).
+            add_special_tokens: put the post-processor's tokens (e.g. a BOS) of an encoding
+                from :meth:`from_hf_json` around the text; the default is tiktoken's, none. HF's
+                ``tokenizer.encode`` defaults to True: pass ``add_special_tokens=True`` for its
+                IDs (with ``allowed_special="all"``: HF always splits out its added tokens).
 
         Raises:
+            TypeError: for an ``add_special_tokens`` that is no bool.
             ValueError: if ``text`` holds a disallowed special token, naming the keyword to pass;
                 with the C host encoder, for a segment (the text, or a part between allowed
                 special tokens) over :data:`~tensortext.bpe.native.MAX_SEGMENT_CHARS`
-                (2**30 - 2) characters.
+                (2**30 - 2) characters; for ``add_special_tokens=True`` on an encoding not read
+                from a ``tokenizer.json`` (it has no post-processor).
         """
-        return self._encode_lists([check_text(text)], allowed_special, disallowed_special)[0]
+        prefix, suffix = post_processor_affixes(self._vocab, add_special_tokens, self.name)
+        row = self._encode_lists([check_text(text)], allowed_special, disallowed_special)[0]
+        return add_affixes([row], prefix, suffix)[0]
 
     def encode_to_numpy(
         self,
@@ -203,21 +215,54 @@ class Encoding(TensorMethods):
         *,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
+        add_special_tokens: bool = False,
     ) -> npt.NDArray[np.uint32]:
-        """:meth:`encode` as a numpy ``uint32`` array."""
-        import numpy as np
+        """:meth:`encode` as a numpy ``uint32`` array (tiktoken's; no torch needed)."""
+        affixes = post_processor_affixes(self._vocab, add_special_tokens, self.name)
+        arrays = self._encode_arrays([check_text(text)], allowed_special, disallowed_special)
+        return add_affixes_flat(*arrays, *affixes)[0]
 
-        tokens = self.encode_to_tensor(
-            text, allowed_special=allowed_special, disallowed_special=disallowed_special
-        )
-        return tokens.numpy().astype(np.uint32)
+    def encode_batch_to_numpy(
+        self,
+        text: Iterable[str],
+        *,
+        num_threads: int = 8,
+        allowed_special: AllowedSpecial = frozenset(),
+        disallowed_special: DisallowedSpecial = "all",
+        add_special_tokens: bool = False,
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """:meth:`encode_batch` as flat numpy arrays, without a Python list per text: the
+        layout of :class:`~tensortext.padded.Flat`, for writing shards (no torch needed).
+
+        Returns:
+            ``(ids [T] uint32, lengths [B] int64)``: text ``b``'s tokens follow text ``b - 1``'s,
+            ``ids[sum(lengths[:b]):][:lengths[b]] == encode(text[b])``.
+
+        Example:
+            >>> import tensortext
+            >>> ids, lengths = tensortext.get_encoding("cl100k_base").encode_batch_to_numpy(
+            ...     ["hello world", "hi"]
+            ... )
+            >>> ids.tolist(), lengths.tolist()
+            ([15339, 1917, 6151], [2, 1])
+        """
+        threads = check_num_threads(num_threads)
+        affixes = post_processor_affixes(self._vocab, add_special_tokens, self.name)
+        texts = check_texts(text, "text")
+        arrays = self._encode_arrays(texts, allowed_special, disallowed_special, threads)
+        return add_affixes_flat(*arrays, *affixes)
 
     def encode_ordinary_batch(
-        self, text: Iterable[str], *, num_threads: int = 8
+        self, text: Iterable[str], *, num_threads: int = 8, add_special_tokens: bool = False
     ) -> list[list[int]]:
         """:meth:`encode_ordinary` of every text, in one batched call (the arguments and
         errors are :meth:`encode_batch`'s)."""
-        return self.encode_batch(text, num_threads=num_threads, disallowed_special=())
+        return self.encode_batch(
+            text,
+            num_threads=num_threads,
+            disallowed_special=(),
+            add_special_tokens=add_special_tokens,
+        )
 
     def encode_batch(
         self,
@@ -226,6 +271,7 @@ class Encoding(TensorMethods):
         num_threads: int = 8,
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
+        add_special_tokens: bool = False,
     ) -> list[list[int]]:
         """:meth:`encode` of every text, as tiktoken's ``encode_batch``.
 
@@ -235,16 +281,19 @@ class Encoding(TensorMethods):
             num_threads: from 64K characters, up to this many threads (the C host encoder,
                 :mod:`tensortext.bpe.native`; without it, from 1 MB, worker processes,
                 :mod:`tensortext.bpe.parallel`); 1: none (``True`` counts as 1, as there).
-            allowed_special, disallowed_special: as in :meth:`encode`.
+            allowed_special, disallowed_special, add_special_tokens: as in :meth:`encode`.
 
         Raises:
             TypeError: for ``text`` that is a str, a set or a mapping, or holds a non-str.
             ValueError: as :meth:`encode` (a disallowed special token; with the C host
-                encoder, a segment over 2**30 - 2 characters).
+                encoder, a segment over 2**30 - 2 characters; ``add_special_tokens=True``
+                without a post-processor).
         """
         threads = check_num_threads(num_threads)
-        texts = check_texts(text, "text")
-        return self._encode_lists(texts, allowed_special, disallowed_special, threads)
+        prefix, suffix = post_processor_affixes(self._vocab, add_special_tokens, self.name)
+        texts = check_texts(text, "text")  # last: it consumes a generator
+        rows = self._encode_lists(texts, allowed_special, disallowed_special, threads)
+        return add_affixes(rows, prefix, suffix)
 
     def encode_with_unstable(
         self,
@@ -274,70 +323,6 @@ class Encoding(TensorMethods):
                 raise KeyError(data)
         return token
 
-    # ------------------------------------------------------------------ tiktoken: decoding
-    def decode_bytes(self, tokens: Sequence[int] | torch.Tensor) -> bytes:
-        """The bytes of ``tokens`` joined.
-
-        Raises:
-            KeyError: (a :class:`~tensortext.bpe.UnknownTokenError`, also a ``ValueError``) for
-                an ID that is no token.
-        """
-        return b"".join(token_bytes(self._vocab, tokens, "tokens"))
-
-    def decode(self, tokens: Sequence[int] | torch.Tensor, errors: str = "replace") -> str:
-        """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD unless ``errors`` says else)."""
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
-
-    def decode_single_token_bytes(self, token: int) -> bytes:
-        """The bytes of one token (a special token's text for a special ID); ``KeyError`` if
-        ``token`` is no token."""
-        return token_bytes(self._vocab, [token], "token")[0]
-
-    def decode_tokens_bytes(self, tokens: Sequence[int] | torch.Tensor) -> list[bytes]:
-        """The bytes of each token."""
-        return token_bytes(self._vocab, tokens, "tokens")
-
-    def decode_with_offsets(self, tokens: Sequence[int] | torch.Tensor) -> tuple[str, list[int]]:
-        """The text and, per token, the index of the first character holding its bytes.
-
-        Raises:
-            UnicodeDecodeError: if the tokens do not decode to valid UTF-8 (as tiktoken).
-        """
-        parts = token_bytes(self._vocab, tokens, "tokens")
-        offsets: list[int] = []
-        chars = 0
-        for part in parts:  # a token that starts mid-character belongs to that character
-            offsets.append(max(0, chars - (0x80 <= part[0] < 0xC0)))
-            chars += sum(1 for byte in part if not 0x80 <= byte < 0xC0)
-        return b"".join(parts).decode("utf-8", errors="strict"), offsets
-
-    def decode_batch(
-        self,
-        batch: Sequence[Sequence[int]] | Padded | torch.Tensor,
-        *,
-        errors: str = "replace",
-        num_threads: int = 8,
-    ) -> list[str]:
-        """Decode each row: lists of IDs (tiktoken's), a :class:`Padded` batch (each row cut at
-        its length) or an ``[B, L]`` tensor of full rows."""
-        return [data.decode("utf-8", errors=errors) for data in self.decode_bytes_batch(batch)]
-
-    def decode_bytes_batch(
-        self, batch: Sequence[Sequence[int]] | Padded | torch.Tensor, *, num_threads: int = 8
-    ) -> list[bytes]:
-        """:meth:`decode_bytes` of each row (the batch as in :meth:`decode_batch`)."""
-        check_num_threads(num_threads)
-        if isinstance(batch, Padded):
-            return decode_padded(self._vocab, batch)
-        if isinstance(batch, torch.Tensor):
-            if batch.dim() != 2:
-                raise ValueError(f"batch must be [B, L], got shape {list(batch.shape)}")
-            full = torch.full((batch.shape[0],), batch.shape[1], dtype=torch.int64)
-            return decode_padded(self._vocab, Padded(batch, full))
-        if isinstance(batch, str | bytes) or not isinstance(batch, Sequence):
-            raise TypeError(f"batch must be a list of token lists, got {type(batch).__name__}")
-        return [b"".join(token_bytes(self._vocab, row, "batch[i]")) for row in batch]
-
     # ------------------------------------------------------------------ tiktoken: the rest
     def token_byte_values(self) -> list[bytes]:
         """Every ordinary token's bytes, sorted."""
@@ -359,7 +344,7 @@ class Encoding(TensorMethods):
         pieces = [
             piece
             for segment in prepare_segments(self._vocab, [check_text(text)], frozenset())[0]
-            for piece in piece_texts(segment, self._vocab.kind)
+            for piece in self._pieces(segment)
         ]
         return [token for piece in pieces for token in self._encode_single_piece(piece)]
 
@@ -414,10 +399,44 @@ class Encoding(TensorMethods):
             workers = parallel.worker_count(num_threads, segments[0])
             pool = parallel.pool_encoder(self, workers) if workers > 1 else None
             return host.rows(segments, n_texts, pool)
+        torch = require_torch(f"encoding with {self.name}'s split pattern on this Python")
+        from tensortext.bpe.engine import encode_flat
+
         tokens, lengths = encode_flat(
             self._vocab, segments, n_texts, torch.device("cpu"), self._vocab.kind
         )
         return Flat(tokens, lengths).tolist()
+
+    def _encode_arrays(
+        self,
+        texts: list[str],
+        allowed_special: AllowedSpecial,
+        disallowed_special: DisallowedSpecial,
+        num_threads: int = 1,
+    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        """``(ids [T] uint32, lengths [B] int64)`` of ``texts``: straight from the C encoder's
+        buffers where it is built, else from :meth:`_rows`."""
+        import numpy as np
+
+        allowed = allowed_set(self._vocab, allowed_special)
+        check_disallowed(self._vocab, texts, allowed, disallowed_special)
+        segments = prepare_segments(self._vocab, texts, allowed)
+        native = self._host.native
+        if native is not None:
+            tokens, lengths = encode_segments_flat(native, segments, len(texts), num_threads)
+            return tokens.astype(np.uint32), lengths
+        rows = self._rows(segments, len(texts), num_threads)
+        flat = np.fromiter((token for row in rows for token in row), dtype=np.uint32)
+        return flat, np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+
+    def _pieces(self, segment: str) -> list[str]:
+        """The pieces the split pattern cuts one ordinary segment into (on the CPU)."""
+        if self._host.ascii_pattern is not None:
+            return self._host.split(segment)
+        require_torch(f"splitting with {self.name}'s pattern on this Python")
+        from tensortext.bpe.engine import piece_texts
+
+        return piece_texts(segment, self._vocab.kind)
 
     def _shutdown_workers(self) -> None:
         """Stop :meth:`encode_batch`'s worker processes, if any (they end with the interpreter)."""
@@ -429,5 +448,5 @@ class Encoding(TensorMethods):
         segments = prepare_segments(self._vocab, [text], allowed)
         tokens = self._rows(segments, 1)[0]
         last, special = segments[0][-1], segments[1][-1]
-        pieces = piece_texts(last, self._vocab.kind) if special < 0 else []
+        pieces = self._pieces(last) if special < 0 else []
         return tokens, len(self._encode_single_piece(pieces[-1])) if pieces else 0

@@ -4,16 +4,33 @@ from __future__ import annotations
 
 import itertools
 import operator
+import sys
 from collections.abc import Sequence
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from tensortext._checks import check_integer_tensor, check_shape
-from tensortext.bpe.merge import expand_spans
+from tensortext.bpe.text import check_num_threads
 from tensortext.bpe.vocab import Vocab
 from tensortext.padded import Padded
 
-__all__ = ["UnknownTokenError", "decode_padded", "id_list", "token_bytes"]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    import torch
+
+    TokenIds = Sequence[int] | torch.Tensor | npt.NDArray[Any]
+    """One row of token IDs: a list, a ``[L]`` integer tensor or a 1-D integer numpy array."""
+    TokenBatch = Sequence[Sequence[int]] | Padded | torch.Tensor | npt.NDArray[Any]
+    """Rows of token IDs: lists, a :class:`Padded` batch, or a ``[B, L]`` tensor or array."""
+
+__all__ = [
+    "DecodeMethods",
+    "UnknownTokenError",
+    "decode_padded",
+    "id_list",
+    "is_ndarray",
+    "is_tensor",
+    "token_bytes",
+]
 
 
 class UnknownTokenError(KeyError, ValueError):
@@ -24,18 +41,44 @@ class UnknownTokenError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
-def id_list(tokens: Sequence[int] | torch.Tensor, name: str) -> list[int]:
-    """``tokens`` as a list of ints: a sequence of ints, or an integer tensor of one dimension."""
-    if isinstance(tokens, torch.Tensor):
-        check_integer_tensor(name, tokens, shape="[L]")
-        check_shape(name, tokens, [None], "[L] (use decode_batch for a batch)")
-        return [int(token) for token in tokens.tolist()]
+def is_tensor(value: object) -> bool:
+    """Whether ``value`` is a torch tensor (never imports torch: without it, none exists)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def is_ndarray(value: object) -> bool:
+    """Whether ``value`` is a numpy array, a memmap included (never imports numpy)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def id_list(tokens: Sequence[int] | torch.Tensor | Any, name: str) -> list[int]:
+    """``tokens`` as a list of ints: a sequence of ints, or a one-dimensional integer tensor or
+    numpy array (a ``np.memmap`` slice too), as tiktoken's ``decode`` takes them."""
+    array: Any = tokens  # a tensor or an array, once the checks below say which
+    if is_tensor(tokens):
+        check_integer_tensor(name, array, shape="[L]")
+        check_shape(name, array, [None], "[L] (use decode_batch for a batch)")
+        return [int(token) for token in array.tolist()]
+    if is_ndarray(tokens):
+        if array.dtype.kind not in "iu":
+            raise TypeError(
+                f"{name} must hold integer token IDs, got a numpy array of dtype {array.dtype}; "
+                f"pass {name}.astype(np.int64)"
+            )
+        if array.ndim != 1:
+            raise ValueError(
+                f"{name} must be one-dimensional [L], got shape {list(array.shape)} "
+                "(use decode_batch for a batch)"
+            )
+        return [int(token) for token in array.tolist()]
     if isinstance(tokens, str | bytes) or not isinstance(tokens, Sequence):
         raise TypeError(f"{name} must be a sequence of int token IDs, got {type(tokens).__name__}")
     return list(tokens)
 
 
-def token_bytes(vocab: Vocab, tokens: Sequence[int] | torch.Tensor, name: str) -> list[bytes]:
+def token_bytes(vocab: Vocab, tokens: Sequence[int] | torch.Tensor | Any, name: str) -> list[bytes]:
     """The bytes of each token (a special token's text for a special ID).
 
     Raises:
@@ -72,6 +115,10 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
         TypeError: ``ids`` or ``lengths`` is not an integer tensor.
         ValueError: wrong shapes, a length outside ``0..L``, or an ID that is no token.
     """
+    import torch
+
+    from tensortext.bpe.merge import expand_spans
+
     ids, lengths = batch
     check_integer_tensor("ids", ids, shape="[B, L]")
     check_shape("ids", ids, [None, None], "[B, L] (use decode for one list of IDs)")
@@ -100,3 +147,79 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
     blob = bytes(data.numpy())
     bounds = [0, *torch.cumsum(row_bytes, 0).tolist()]
     return [blob[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+class DecodeMethods:
+    """tiktoken's decoding methods, which :class:`~tensortext.bpe.Encoding` inherits (it sets
+    ``_vocab``). Token IDs come as lists, tensors or numpy arrays (``np.memmap`` slices too)."""
+
+    _vocab: Vocab
+
+    def decode_bytes(self, tokens: TokenIds) -> bytes:
+        """The bytes of ``tokens`` joined.
+
+        Raises:
+            KeyError: (a :class:`~tensortext.bpe.UnknownTokenError`, also a ``ValueError``) for
+                an ID that is no token.
+        """
+        return b"".join(token_bytes(self._vocab, tokens, "tokens"))
+
+    def decode(self, tokens: TokenIds, errors: str = "replace") -> str:
+        """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD unless ``errors`` says else)."""
+        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one token (a special token's text for a special ID); ``KeyError`` if
+        ``token`` is no token."""
+        return token_bytes(self._vocab, [token], "token")[0]
+
+    def decode_tokens_bytes(self, tokens: TokenIds) -> list[bytes]:
+        """The bytes of each token."""
+        return token_bytes(self._vocab, tokens, "tokens")
+
+    def decode_with_offsets(self, tokens: TokenIds) -> tuple[str, list[int]]:
+        """The text and, per token, the index of the first character holding its bytes.
+
+        Raises:
+            UnicodeDecodeError: if the tokens do not decode to valid UTF-8 (as tiktoken).
+        """
+        parts = token_bytes(self._vocab, tokens, "tokens")
+        offsets: list[int] = []
+        chars = 0
+        for part in parts:  # a token that starts mid-character belongs to that character
+            offsets.append(max(0, chars - (0x80 <= part[0] < 0xC0)))
+            chars += sum(1 for byte in part if not 0x80 <= byte < 0xC0)
+        return b"".join(parts).decode("utf-8", errors="strict"), offsets
+
+    def decode_batch(
+        self,
+        batch: TokenBatch,
+        *,
+        errors: str = "replace",
+        num_threads: int = 8,
+    ) -> list[str]:
+        """Decode each row: lists of IDs (tiktoken's), a :class:`Padded` batch (each row cut at
+        its length) or an ``[B, L]`` tensor of full rows."""
+        return [data.decode("utf-8", errors=errors) for data in self.decode_bytes_batch(batch)]
+
+    def decode_bytes_batch(self, batch: TokenBatch, *, num_threads: int = 8) -> list[bytes]:
+        """:meth:`decode_bytes` of each row (the batch as in :meth:`decode_batch`)."""
+        check_num_threads(num_threads)
+        rows: Any = batch  # a tensor or an array, once the checks below say which
+        if isinstance(batch, Padded):
+            return decode_padded(self._vocab, batch)
+        if is_tensor(batch):
+            if rows.dim() != 2:
+                raise ValueError(f"batch must be [B, L], got shape {list(rows.shape)}")
+            full = rows.new_full((rows.shape[0],), rows.shape[1]).long().cpu()
+            return decode_padded(self._vocab, Padded(rows, full))
+        if is_ndarray(batch):
+            if rows.ndim != 2:
+                raise ValueError(
+                    f"batch must be a list of token lists or a [B, L] array, got a numpy array "
+                    f"of shape {list(rows.shape)}"
+                )
+            return [b"".join(token_bytes(self._vocab, row, "batch[i]")) for row in rows]
+        if isinstance(batch, str | bytes) or not isinstance(batch, Sequence):
+            raise TypeError(f"batch must be a list of token lists, got {type(batch).__name__}")
+        return [b"".join(token_bytes(self._vocab, row, "batch[i]")) for row in batch]

@@ -13,18 +13,11 @@ from typing import Literal
 
 import torch
 
-from tensortext.bpe.merge import (
-    MergeTables,
-    expand_spans,
-    lookup_pieces,
-    merge_parts_by_rank,
-    merge_pieces,
-    merge_serial,
-    merge_tokens,
-)
+from tensortext.bpe.merge import MergeTables, expand_spans, lookup_pieces, merge_pieces
 from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton, triton_usable
 from tensortext.bpe.pretokenize import PatternKind, piece_starts
-from tensortext.bpe.text import to_codepoints, to_utf8
+from tensortext.bpe.serial import merge_parts_by_rank, merge_serial, merge_tokens
+from tensortext.bpe.text import Segments
 from tensortext.bpe.vocab import Vocab
 from tensortext.padded import Padded
 
@@ -44,9 +37,6 @@ MergeBackend = Literal["auto", "torch", "triton"]
 MAX_PASSES = 64
 
 # (segment texts, special-token ID of each segment or -1, index of the text each belongs to)
-Segments = tuple[list[str], list[int], list[int]]
-
-
 _RAN_TORCH = False
 """Whether this process has run the engine's tensor passes (torch's intra-op threads started)."""
 
@@ -71,6 +61,18 @@ def _running_torch() -> None:
     """Marks this process as one whose forked children need :func:`_one_torch_thread_after_fork`."""
     global _RAN_TORCH
     _RAN_TORCH = True
+
+
+def to_codepoints(text: str) -> torch.Tensor:
+    if not text:
+        return torch.zeros(0, dtype=torch.int32)
+    return torch.frombuffer(bytearray(text.encode("utf-32-le")), dtype=torch.int32)
+
+
+def to_utf8(text: str) -> torch.Tensor:
+    if not text:
+        return torch.zeros(0, dtype=torch.uint8)
+    return torch.frombuffer(bytearray(text.encode("utf-8")), dtype=torch.uint8)
 
 
 def encode_flat(

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from tensortext.bpe.pretokenize import GPT2_PATTERN, PatternKind, split_sequence_kind
+from tensortext.bpe.patterns import GPT2_PATTERN, PatternKind, split_sequence_kind
 from tensortext.bpe.vocab import (
     TextOptions,
     Vocab,

@@ -37,10 +37,10 @@ from functools import cache, cached_property, lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, cast
 
-from tensortext.bpe.engine import merge_byte_pieces
-from tensortext.bpe.merge import merge_by_rank, merge_serial, merge_short
+from tensortext._torch import torch_installed
 from tensortext.bpe.native import native_encoder
-from tensortext.bpe.pretokenize import PATTERNS
+from tensortext.bpe.patterns import PATTERNS
+from tensortext.bpe.serial import merge_by_rank, merge_serial, merge_short
 from tensortext.bpe.unicode import (
     LETTER,
     LOWER,
@@ -53,7 +53,7 @@ from tensortext.bpe.unicode import (
 )
 
 if TYPE_CHECKING:
-    from tensortext.bpe.engine import Segments
+    from tensortext.bpe.text import Segments
     from tensortext.bpe.vocab import Vocab
 
 __all__ = ["HostEncoder", "host_pattern"]
@@ -446,10 +446,15 @@ class HostEncoder:
 
     def _merge(self, pieces: list[bytes]) -> list[list[int]]:
         """Byte-pair merges of pieces that are no whole token: together in the tensor passes
-        when there are many and the tables are built (or worth building), else one by one."""
+        when there are many and the tables are built (or worth building) and torch is installed,
+        else one by one."""
         vocab = self.vocab
         batched = len(pieces) >= _TENSOR_MERGE_MIN and vocab.has_tables()
-        if batched or len(pieces) >= _BUILD_TABLES_MIN or any(map(_few_values, pieces)):
+        if (
+            batched or len(pieces) >= _BUILD_TABLES_MIN or any(map(_few_values, pieces))
+        ) and torch_installed():
+            from tensortext.bpe.engine import merge_byte_pieces
+
             return merge_byte_pieces(vocab, pieces)
         if not vocab.ranks_are_ids:
             return [merge_serial(data, vocab.byte_ids, vocab.pairs) for data in pieces]

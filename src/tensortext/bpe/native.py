@@ -15,24 +15,27 @@ more slowly; :func:`native_available` tells which one runs.
 
 from __future__ import annotations
 
+import importlib
+import itertools
 import os
+from array import array
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-
 from tensortext.bpe.parallel import balanced_chunks, usable_cores
-from tensortext.bpe.unicode import flag_table
+from tensortext.bpe.unicode import flag_bytes
 
 if TYPE_CHECKING:
-    from tensortext.bpe.engine import Segments
+    import numpy as np
+
+    from tensortext.bpe.text import Segments
     from tensortext.bpe.vocab import Vocab
 
+_native: Any
 try:
-    from tensortext.bpe import _native  # type: ignore[attr-defined]
+    _native = importlib.import_module("tensortext.bpe._native")
 except ImportError:  # built without a C compiler: the Python host encoder runs
     _native = None
 
@@ -90,12 +93,6 @@ def native_available() -> bool:
     return _native is not None and value not in _OFF
 
 
-@cache
-def _table() -> bytes:
-    """The Unicode class flags of every codepoint, one byte each (``0x110000`` bytes)."""
-    return flag_table(torch.device("cpu")).numpy().tobytes()
-
-
 def native_encoder(vocab: Vocab) -> Any | None:
     """The C encoder of ``vocab``, or ``None`` where it does not apply: not built or switched
     off, or a split it does not know (one piece per segment, BlockBPE's)."""
@@ -105,12 +102,12 @@ def native_encoder(vocab: Vocab) -> Any | None:
     merges = None
     if vocab.merges is not None:  # (left, right, rank, merged) quads
         quads = [(*pair, *result) for pair, result in vocab.merges.items()]
-        merges = np.array(quads, dtype=np.uint32).reshape(-1, 4).tobytes()
+        merges = array("I", itertools.chain.from_iterable(quads)).tobytes()
     mergeable = vocab.mergeable
     return _native.Encoder(
         list(mergeable),
         list(mergeable.values()),
-        _table(),
+        flag_bytes(),
         kind,
         merges=merges,
         whole_piece=vocab.whole_piece_lookup,
@@ -173,6 +170,8 @@ def encode_segments_flat(
         ``(tokens [T], lengths [n_texts])``, int64: each text's tokens after the last's.
     """
     texts, specials, owners = segments
+    import numpy as np  # (here, not at import: the list methods need no numpy)
+
     special = np.asarray(specials, dtype=np.int64)
     is_ordinary = special < 0
     ordinary = [text for text, token in zip(texts, specials, strict=True) if token < 0]

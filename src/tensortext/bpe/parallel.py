@@ -39,8 +39,7 @@ from concurrent.futures.process import BrokenProcessPool
 from itertools import chain
 from typing import TYPE_CHECKING
 
-import torch
-
+from tensortext._torch import torch_installed
 from tensortext.padded import split_rows
 
 if TYPE_CHECKING:
@@ -96,8 +95,12 @@ class WorkerPool:
         self.workers = workers
         self.pid = os.getpid()
         # Built before the workers fork, they share the tables instead of each building its own
-        # (about a second and tens of MB per worker for cl100k_base).
-        encoding._vocab.tables(torch.device("cpu"))
+        # (about a second and tens of MB per worker for cl100k_base). Without torch, the
+        # workers merge piece by piece in Python and need no tables.
+        if torch_installed():
+            import torch
+
+            encoding._vocab.tables(torch.device("cpu"))
         self.executor = ProcessPoolExecutor(
             max_workers=workers, initializer=_start_worker, initargs=(encoding,)
         )
@@ -224,7 +227,10 @@ _WORKER_HOST: HostEncoder | None = None
 def _start_worker(encoding: Encoding) -> None:
     global _WORKER_HOST
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the calling process's to handle
-    torch.set_num_threads(1)  # the tensor merges of new pieces: one core per worker
+    if torch_installed():
+        import torch
+
+        torch.set_num_threads(1)  # the tensor merges of new pieces: one core per worker
     _WORKER_HOST = encoding._host
 
 

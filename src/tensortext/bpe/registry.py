@@ -18,11 +18,12 @@ from typing import Any, NamedTuple
 from tensortext.bpe import openai_files
 from tensortext.bpe.core import Encoding
 from tensortext.bpe.host import HostEncoder
-from tensortext.bpe.pretokenize import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
+from tensortext.bpe.patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file
 
 __all__ = [
     "ENCODINGS",
+    "LOADED",
     "RANKS_SHA256",
     "EncodingSpec",
     "get_encoding",
@@ -95,7 +96,8 @@ ENCODINGS: dict[str, EncodingSpec] = {
     "o200k_harmony": EncodingSpec("o200k_base", O200K_PATTERN, _harmony_specials()),
 }
 
-_LOADED: dict[str, Encoding] = {}
+LOADED: dict[str, Encoding] = {}
+"""The encodings :func:`get_encoding` has built, by name (tiktoken's ``registry.ENCODINGS``)."""
 _LOCK = threading.Lock()
 
 
@@ -146,7 +148,7 @@ def get_encoding(encoding_name: str) -> Encoding:
     Raises:
         ValueError: for an unknown name, listing the known ones.
     """
-    encoding = _LOADED.get(encoding_name)
+    encoding = LOADED.get(encoding_name)
     if encoding is not None:
         return encoding
     if not isinstance(encoding_name, str):
@@ -156,21 +158,21 @@ def get_encoding(encoding_name: str) -> Encoding:
             f"unknown encoding {encoding_name!r}; choose one of {list_encoding_names()}"
         )
     with _LOCK:
-        if encoding_name not in _LOADED:
+        if encoding_name not in LOADED:
             spec = ENCODINGS[encoding_name]
-            _LOADED[encoding_name] = Encoding(
+            LOADED[encoding_name] = Encoding(
                 encoding_name,
                 pat_str=spec.pat_str,
                 mergeable_ranks=mergeable_ranks(spec.ranks),
                 special_tokens=dict(spec.special_tokens),
                 explicit_n_vocab=spec.explicit_n_vocab,
             )
-    return _LOADED[encoding_name]
+    return LOADED[encoding_name]
 
 
 def is_registered(encoding: Encoding) -> bool:
     """Whether ``encoding`` is the one :func:`get_encoding` returns for its name."""
-    return _LOADED.get(encoding.name) is encoding
+    return LOADED.get(encoding.name) is encoding
 
 
 def load_encoding(spec: str) -> Encoding:

@@ -3,20 +3,21 @@
 ``[B, L]``) and ``encode_batch_to_flat`` (:class:`~tensortext.padded.Flat`, no padding), from
 the tensor engine (:mod:`tensortext.bpe.engine`) on any device, or, for a CPU with
 ``merge_backend="auto"``, from the C host encoder (:mod:`tensortext.bpe.native`) where it
-applies: the same IDs, several times faster, on ``torch.get_num_threads()`` threads."""
+applies: the same IDs, several times faster, on ``torch.get_num_threads()`` threads.
+
+torch and the engine are imported by the first call, so the tokenizer alone runs without them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Literal
 
-import torch
-
 from tensortext._checks import check_choice, check_int, resolve_device
-from tensortext.bpe.engine import MergeBackend, affix_flat, encode_flat, pad_flat
-from tensortext.bpe.merge_triton import triton_usable
+from tensortext._torch import require_torch
 from tensortext.bpe.native import encode_segments_flat
-from tensortext.bpe.pretokenize import PatternKind
+from tensortext.bpe.patterns import PatternKind
+from tensortext.bpe.post_processor import post_processor_affixes
 from tensortext.bpe.text import (
     AllowedSpecial,
     DisallowedSpecial,
@@ -30,6 +31,9 @@ from tensortext.bpe.text import (
 from tensortext.padded import PAD_ID, Flat, Padded
 
 if TYPE_CHECKING:
+    import torch
+
+    from tensortext.bpe.engine import MergeBackend
     from tensortext.bpe.host import HostEncoder
     from tensortext.bpe.vocab import Vocab
 
@@ -119,6 +123,8 @@ class TensorMethods:
             texts, device, allowed_special, disallowed_special, pretokenize, merge_backend,
             add_special_tokens, num_threads,
         )  # fmt: skip
+        from tensortext.bpe.engine import pad_flat
+
         affixes = self._affixes(add_special_tokens)
         return pad_flat(tokens, lengths, pad_id, *affixes)
 
@@ -146,11 +152,12 @@ class TensorMethods:
             texts, device, allowed_special, disallowed_special, pretokenize, merge_backend,
             add_special_tokens, num_threads,
         )  # fmt: skip
+        from tensortext.bpe.engine import affix_flat
+
         return Flat(*affix_flat(tokens, lengths, *self._affixes(add_special_tokens)))
 
     def _affixes(self, add_special_tokens: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        options = self._vocab.options
-        return (options.prefix_ids, options.suffix_ids) if add_special_tokens else ((), ())
+        return post_processor_affixes(self._vocab, add_special_tokens, self._vocab.name)
 
     def _encode_flat(
         self,
@@ -165,12 +172,15 @@ class TensorMethods:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Checks every argument, then ``(tokens [T], lengths [B])`` from the tensor engine, or
         from the C host encoder for a CPU with ``merge_backend="auto"``."""
+        torch = require_torch("the tensor methods (encode_to_tensor, encode_batch_to_tensor, ...)")
+        from tensortext.bpe.engine import encode_flat
+        from tensortext.bpe.merge_triton import triton_usable
+
         check_choice("pretokenize", pretokenize, ("regex", "bytes"))
         check_choice("merge_backend", merge_backend, ("auto", "torch", "triton"))
         if num_threads is not None:
             num_threads = check_num_threads(num_threads)
-        if not isinstance(add_special_tokens, bool):
-            raise TypeError(f"add_special_tokens must be a bool, got {add_special_tokens!r}")
+        self._affixes(add_special_tokens)  # a bad value or an encoding without one: no work
         target = resolve_device(device)
         if merge_backend == "triton" and not triton_usable(target):
             raise ValueError(

@@ -13,8 +13,6 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import TYPE_CHECKING, Literal
 
-import torch
-
 from tensortext._checks import check_int
 
 if TYPE_CHECKING:
@@ -22,10 +20,16 @@ if TYPE_CHECKING:
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]
+Segments = tuple[list[str], list[int], list[int]]
+"""Texts prepared for an encoder (:func:`prepare_segments`): ``(segments, special, owner)``,
+each segment's text (ordinary text between special tokens, normalized; ``""`` for a special
+token), its special token's ID (``-1`` for ordinary text) and the index of its text, text by
+text in order."""
 
 __all__ = [
     "AllowedSpecial",
     "DisallowedSpecial",
+    "Segments",
     "allowed_set",
     "as_bytes",
     "check_disallowed",
@@ -35,8 +39,6 @@ __all__ = [
     "prepare_segments",
     "special_regex",
     "split_segments",
-    "to_codepoints",
-    "to_utf8",
     "without_surrogates",
 ]
 
@@ -142,18 +144,6 @@ def split_segments(
     return segments, special, owner
 
 
-def to_codepoints(text: str) -> torch.Tensor:
-    if not text:
-        return torch.zeros(0, dtype=torch.int32)
-    return torch.frombuffer(bytearray(text.encode("utf-32-le")), dtype=torch.int32)
-
-
-def to_utf8(text: str) -> torch.Tensor:
-    if not text:
-        return torch.zeros(0, dtype=torch.uint8)
-    return torch.frombuffer(bytearray(text.encode("utf-8")), dtype=torch.uint8)
-
-
 def allowed_set(vocab: Vocab, allowed_special: AllowedSpecial) -> frozenset[str]:
     """The allowed special tokens (names that are no special token are ignored, as in
     tiktoken)."""
@@ -195,9 +185,7 @@ def check_disallowed(
             )
 
 
-def prepare_segments(
-    vocab: Vocab, texts: list[str], allowed: frozenset[str]
-) -> tuple[list[str], list[int], list[int]]:
+def prepare_segments(vocab: Vocab, texts: list[str], allowed: frozenset[str]) -> Segments:
     """The texts cut at allowed special tokens (:func:`split_segments`), with the tokenizer's
     text options (normalizer, ``add_prefix_space``) applied to the ordinary segments."""
     segments, special, owner = split_segments(

@@ -1,4 +1,5 @@
-"""Codepoint classes for the pre-tokenizers, one flag byte per codepoint, looked up on tensors.
+"""Codepoint classes for the pre-tokenizers, one flag byte per codepoint (torch is imported only
+by the functions that return tensors).
 
 The table is built by ``scripts/build_unicode_tables.py`` from the ``regex`` module (so it has
 that module's Unicode version) and ships as ``data/unicode_classes.bin`` (a few KB of runs).
@@ -9,8 +10,10 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "FLAG_PATTERNS",
@@ -24,6 +27,7 @@ __all__ = [
     "TABLE_PATH",
     "UPPER",
     "codepoint_flags",
+    "flag_bytes",
     "flag_runs",
     "flag_table",
 ]
@@ -47,35 +51,36 @@ LETTER, NUMBER, SPACE, UPPER, LOWER, OTHER_LETTER, MARK, PUNCT_SYMBOL = (
 
 
 @lru_cache(maxsize=1)
-def _runs() -> tuple[torch.Tensor, torch.Tensor]:
-    """``(first codepoint, flags)`` of each run. The file: ``TTUC``, the run count (uint32), the
-    ``regex`` version that built it (32 bytes, for people), then the runs (int32 pairs)."""
+def flag_runs() -> tuple[tuple[int, int], ...]:
+    """The table as ``(first codepoint, flags)`` runs, in order (each run ends where the next
+    starts; the last at ``0x110000``). The file: ``TTUC``, the run count (uint32), the ``regex``
+    version that built it (32 bytes, for people), then the runs (int32 pairs)."""
     data = TABLE_PATH.read_bytes()
     if data[:4] != b"TTUC":
         raise ValueError(f"{TABLE_PATH}: not a tensortext Unicode table (bad magic)")
     (count,) = struct.unpack_from("<I", data, 4)
-    body = torch.frombuffer(bytearray(data[40:]), dtype=torch.int32)
-    if body.numel() != 2 * count:
-        raise ValueError(f"{TABLE_PATH}: expected {count} runs, found {body.numel() // 2}")
-    pairs = body.view(count, 2).to(torch.int64)
-    return pairs[:, 0].contiguous(), pairs[:, 1].contiguous()
+    if len(data) - 40 != 8 * count:
+        raise ValueError(f"{TABLE_PATH}: expected {count} runs, found {(len(data) - 40) // 8}")
+    body = struct.unpack_from(f"<{2 * count}i", data, 40)
+    return tuple(zip(body[0::2], body[1::2], strict=True))
+
+
+@lru_cache(maxsize=1)
+def flag_bytes() -> bytes:
+    """The flags of every codepoint, one byte each (``0x110000`` bytes): what the C host encoder
+    and :func:`flag_table` start from."""
+    runs = flag_runs()
+    ends = [start for start, _ in runs[1:]] + [0x110000]
+    runs_with_ends = zip(runs, ends, strict=True)
+    return b"".join(bytes([flags]) * (end - start) for (start, flags), end in runs_with_ends)
 
 
 @lru_cache(maxsize=8)
 def flag_table(device: torch.device) -> torch.Tensor:
-    """The flags of every codepoint, ``[0x110000]`` uint8 on ``device`` (built once per device;
-    the C host encoder takes the CPU one's bytes)."""
-    starts, values = _runs()
-    widths = torch.diff(starts, append=torch.tensor([0x110000]))
-    return torch.repeat_interleave(values.to(torch.uint8), widths).to(device)  # [0x110000]
+    """The flags of every codepoint, ``[0x110000]`` uint8 on ``device`` (built once per device)."""
+    import torch
 
-
-@lru_cache(maxsize=1)
-def flag_runs() -> tuple[tuple[int, int], ...]:
-    """The table as ``(first codepoint, flags)`` runs, in order (each run ends where the next
-    starts; the last at ``0x110000``)."""
-    starts, values = _runs()
-    return tuple(zip(starts.tolist(), values.tolist(), strict=True))
+    return torch.frombuffer(bytearray(flag_bytes()), dtype=torch.uint8).to(device)
 
 
 def codepoint_flags(codepoints: torch.Tensor) -> torch.Tensor:

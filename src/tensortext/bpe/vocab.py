@@ -14,12 +14,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import torch
+from tensortext.bpe.patterns import PatternKind, pattern_kind
 
-from tensortext.bpe.merge import MergeTables, hash_powers, piece_keys
-from tensortext.bpe.pretokenize import PatternKind, pattern_kind
+if TYPE_CHECKING:
+    import torch
+
+    from tensortext.bpe.merge import MergeTables
 
 __all__ = [
     "TextOptions",
@@ -128,6 +130,10 @@ class Vocab:
         return self._tables[key]
 
     def _build_tables(self) -> MergeTables:
+        import torch
+
+        from tensortext.bpe.merge import MergeTables, hash_powers, piece_keys
+
         base = self.n_vocab
         pair_items = sorted(
             (left * base + right, rank, merged)

@@ -25,6 +25,7 @@ default) checking lengths and codepoints first. No Python loop over the sentence
 reads per call (sizes of ragged buffers, the alphabet) synchronise on CUDA.
 """
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
 from tensortext.chrf.config import ChrfConfig, ChrfOptions
 from tensortext.chrf.functional import chrf_from_stats, chrf_stats, corpus_chrf, sentence_chrf
 from tensortext.chrf.metric import CHRF

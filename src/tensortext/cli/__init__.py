@@ -21,13 +21,14 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 __all__ = ["build_parser", "main"]
 
-# (name, module, help): modules are imported only when their command runs or is parsed.
+# (name, module, help): a module is imported only when its command runs (so ``tokenize`` never
+# imports torch, which the other commands need).
 COMMANDS = (
-    ("bleu", "bleu", "score hypotheses against reference files (sacrebleu-style output, 0-100)"),
+    ("bleu", "bleu", "score hypotheses against reference files: BLEU, chrF (sacrebleu's output)"),
     ("tokenize", "tokenize", "BPE-encode text, one line of token IDs per line (--decode reverses)"),
     ("translate", "translate", "beam-search a file with the bundled model or a HF model directory"),
     ("demo", "demo", "run the bundled demo: tokenize, translate and score bundled data"),
@@ -35,7 +36,13 @@ COMMANDS = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (the usage is one ``--help`` away)."""
+    """argparse with a one-line error (the usage is one ``--help`` away) and no abbreviated
+    options, for the command and every subcommand (their parsers are of this class): an
+    abbreviation would read sacrebleu's ``-t`` (a test set) as ``-tok``, and a flag added later
+    would change what an old abbreviation means."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -45,17 +52,27 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where Ctrl-C would be, so that the same clean-up runs."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The command's parser, with the arguments of the subcommand that ``argv`` names (its
+    first word that is no option; default ``sys.argv[1:]``), or of every subcommand when
+    ``argv`` names none of them, as ``tensortext --help`` reads it."""
     from tensortext import __version__
+
+    words = sys.argv[1:] if argv is None else list(argv)
+    chosen = next((word for word in words if not word.startswith("-")), None)
+    known = {name for name, _, _ in COMMANDS}
 
     parser = _Parser(
         prog="tensortext",
-        description="A text pipeline on PyTorch tensors: exact batched BPE, batched beam search "
-        "with LMBR, and token-ID BLEU.",
+        description="A text pipeline on PyTorch tensors: exact batched BPE (tiktoken's and "
+        "Hugging Face's encodings), sacrebleu's BLEU and chrF, and batched beam search with LMBR.",
     )
     parser.add_argument("--version", action="version", version=f"tensortext {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, module_name, help_text in COMMANDS:
+        if chosen in known and name != chosen:  # never parsed: only listed in --help
+            commands.add_parser(name, help=help_text)
+            continue
         module = importlib.import_module(f"tensortext.cli.{module_name}")
         sub = commands.add_parser(
             name,
@@ -86,7 +103,7 @@ def _run(argv: Sequence[str] | None, stdout: TextIO | None, stdin: TextIO | None
     from tensortext.bpe.native import native_available
     from tensortext.cli.common import CliError
 
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         native_available()  # a TENSORTEXT_NATIVE it does not understand: before any work

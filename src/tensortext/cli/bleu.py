@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import os
+import re
 from collections.abc import Callable
 from typing import Any, TextIO
 
@@ -55,6 +56,7 @@ __all__ = [
     "config_from",
     "describe",
     "format_signature",
+    "in_flags",
     "run",
     "signature",
 ]
@@ -64,7 +66,6 @@ MAX_WIDTH = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.allow_abbrev = False  # sacrebleu's -t (a test set) must not be read as -tok
     parser.add_argument(
         "refs", nargs="*", metavar="REF", help="reference file(s), one segment per line"
     )
@@ -185,7 +186,8 @@ def _add_scoring_arguments(parser: argparse.ArgumentParser) -> None:
         "--effective-order",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="drop orders without n-grams (sacrebleu; default: on with -sl, off otherwise)",
+        help="drop orders without n-grams (sacrebleu; default: on with -sl and --compat "
+        "sacrebleu, off otherwise)",
     )
     parser.add_argument(
         "--max-ngram-order",
@@ -206,7 +208,7 @@ def config_from(args: argparse.Namespace) -> BleuConfig:
     printed scores are rounded to ``--width`` decimals, which float32 cannot always hold)."""
     if args.effective_order is None:  # sacrebleu's -sl turns effective order on
         args.effective_order = args.sentence_level and args.compat == "sacrebleu"
-    with user_errors(TypeError, ValueError):
+    try:
         return BleuConfig(
             max_ngram_order=args.max_ngram_order,
             weights=args.weights,
@@ -217,6 +219,53 @@ def config_from(args: argparse.Namespace) -> BleuConfig:
             auto_reweigh=args.auto_reweigh,
             dtype=torch.float64,
         )
+    except (TypeError, ValueError) as error:
+        raise CliError(in_flags(str(error))) from None
+
+
+# BleuConfig's messages name its keywords in Python's syntax (compat='nltk'); on the command line
+# they name the flags (--compat nltk). Applied in order: the specific phrasings first.
+_FLAGS = {
+    "smooth_method": "-s",
+    "smooth_value": "-sv",
+    "weights": "--weights",
+    "max_ngram_order": "--max-ngram-order",
+    "effective_order": "--effective-order",
+    "auto_reweigh": "--auto-reweigh",
+    "compat": "--compat",
+}
+
+
+def _flag_value(match: re.Match[str]) -> str:
+    """``keyword=value`` (``=None``: drop it) as the flag; a keyword without a flag as it is."""
+    flag = _FLAGS.get(match[1])
+    if flag is None:
+        return match[0]
+    return f"drop {flag}" if match[2] == "None" else f"{flag} {match[2]}"
+
+
+_IN_FLAGS: tuple[tuple[str, str | Callable[[re.Match[str]], str]], ...] = (
+    (r"pass (\w+)=(None)", _flag_value),
+    (r", or compat='", ", or pass compat='"),
+    (r"but max_ngram_order=(\d+)", r"but --max-ngram-order is \1"),
+    (r"max_ngram_order >= (\d+)", r"--max-ngram-order \1 or more"),
+    (r"\b(\w+)='?([\w.-]+)'?", _flag_value),
+    (r" \(tensortext\._checks\.MAX_NGRAM_ORDER\)", ""),
+    (r"(?<![-\w])(\w+)\b", lambda match: _FLAGS.get(match[1], match[0])),
+)
+
+
+def in_flags(message: str) -> str:
+    """A :class:`~tensortext.bleu.BleuConfig` error in the command line's terms: each keyword
+    as its flag (``pass compat='nltk'`` -> ``pass --compat nltk``).
+
+    Example:
+        >>> in_flags("auto_reweigh is an NLTK option; pass compat='nltk' to use it")
+        '--auto-reweigh is an NLTK option; pass --compat nltk to use it'
+    """
+    for pattern, replacement in _IN_FLAGS:
+        message = re.sub(pattern, replacement, message)
+    return message
 
 
 def signature(args: argparse.Namespace, config: BleuConfig, num_refs: int) -> dict[str, str]:

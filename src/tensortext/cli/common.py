@@ -12,12 +12,14 @@ import argparse
 import contextlib
 import os
 from collections.abc import Iterable, Iterator
-from typing import Any, TextIO
-
-import torch
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from tensortext import formats
 from tensortext._checks import resolve_device
+from tensortext._torch import INSTALL_HINT, torch_installed
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
     "MAX_TOKEN_ID",
@@ -26,6 +28,7 @@ __all__ = [
     "check_int_flag",
     "check_output",
     "device_from",
+    "host_or_device_from",
     "load_encoding",
     "open_output",
     "parse_id_lines",
@@ -152,6 +155,19 @@ def add_device_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def host_or_device_from(args: argparse.Namespace) -> torch.device | Literal["cpu"]:
+    """:func:`device_from`, but without torch (the tokenizer-only install) ``auto`` and ``cpu``
+    are the string ``"cpu"`` (the host encoders need no torch) and any other device is refused,
+    naming the extra to install."""
+    if torch_installed():
+        return device_from(args)
+    spelled = str(args.device)
+    if spelled in ("auto", "cpu"):
+        return "cpu"
+    shown = repr(spelled) if len(spelled) <= 40 else f"{spelled[:40]!r}..."
+    raise CliError(f"--device {shown}: PyTorch is not installed; {INSTALL_HINT}")
+
+
 def device_from(args: argparse.Namespace) -> torch.device:
     """The ``--device`` of ``args``: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` (a GPU this machine
     has), or ``mps`` where torch has it; anything else is refused before any work.
@@ -159,6 +175,8 @@ def device_from(args: argparse.Namespace) -> torch.device:
     ``meta`` and the other devices torch names (``xpu``, ``hpu``, ...) are refused: the package
     is built and tested on these only, and ``meta`` tensors hold no values.
     """
+    import torch
+
     spelled = str(args.device)
     shown = repr(spelled) if len(spelled) <= 40 else f"{spelled[:40]!r}..."
     accepted = "cpu, cuda, cuda:N, mps or auto" if _mps_available() else "cpu, cuda, cuda:N or auto"
@@ -184,6 +202,8 @@ def device_from(args: argparse.Namespace) -> torch.device:
 
 def _mps_available() -> bool:
     """Whether torch can compute on Apple's Metal (``mps``) here."""
+    import torch
+
     backend = getattr(torch.backends, "mps", None)
     return backend is not None and bool(backend.is_available())
 

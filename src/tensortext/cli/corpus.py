@@ -1,5 +1,5 @@
-"""``tensortext tokenize`` for data preparation: documents streamed from text or JSON-lines files,
-token shards in nanoGPT's ``.npy`` or llm.c's ``.bin`` layout, and their index.
+"""``tensortext tokenize`` for data preparation: documents streamed from text, JSON-lines or
+Parquet files (the shards' layouts: :mod:`tensortext.cli.shard_formats`).
 
 Memory stays bounded whatever the input size: documents are read one at a time and encoded in
 batches of about ``--batch-bytes``; :mod:`tensortext.cli.shards` fills the shards (a document's
@@ -30,7 +30,6 @@ __all__ = [
     "DEFAULT_DOCUMENT_BYTES",
     "MAX_BATCH_BYTES",
     "MAX_DOCUMENT_BYTES",
-    "MAX_SHARD_TOKENS",
     "Document",
     "Progress",
     "add_arguments",
@@ -44,8 +43,6 @@ __all__ = [
 
 MAX_BATCH_BYTES = 1 << 30
 """The largest ``--batch-bytes`` (a batch is held in memory with its tokens)."""
-MAX_SHARD_TOKENS = (1 << 31) - 1
-"""The largest ``--shard-tokens``: llm.c's header holds the count as an int32."""
 DEFAULT_DOCUMENT_BYTES = 1 << 24
 """The default ``--max-document-bytes``: a document is held whole while it is encoded."""
 MAX_DOCUMENT_BYTES = 1 << 30
@@ -62,27 +59,6 @@ class Document:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The data-preparation flags of ``tensortext tokenize``."""
     parser.add_argument(
-        "--format",
-        choices=["ids", "npy", "bin"],
-        default="ids",
-        help="ids: a line of IDs per document (default); npy: nanoGPT's shards (np.save); bin: "
-        "llm.c's shards (256 x int32 header: 20240520, version, token count)",
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=["uint16", "uint32"],
-        help="token type of the shards (default: uint16 when every ID fits, else uint32)",
-    )
-    parser.add_argument(
-        "--shard-tokens",
-        type=int,
-        default=100_000_000,
-        help=f"tokens per shard, 1 to {MAX_SHARD_TOKENS} (default: 100000000, as nanoGPT)",
-    )
-    parser.add_argument(
-        "--append-eot", action="store_true", help="the end-of-text token after every document"
-    )
-    parser.add_argument(
         "--whole-file", action="store_true", help="each input file is one document, not a line each"
     )
     parser.add_argument(
@@ -94,16 +70,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-bytes",
         type=int,
         default=1 << 21,
-        help=f"characters encoded per batch, 1 to {MAX_BATCH_BYTES} (default: 2 MiB; a batch is "
+        help=f"characters encoded per batch, 1 to {MAX_BATCH_BYTES} (default: 2097152; a batch is "
         "shared among --workers)",
     )
     parser.add_argument(
         "--workers",
         type=int,
         default=8,
-        help="on a CPU, the most threads that share a batch of 64K characters or more (worker "
-        "processes, from 1 MB, where the C encoder is not built; encode_batch's num_threads; at "
-        "most one per usable core; default: 8)",
+        help="encoder threads on a CPU, 1 to 1024, at most one per usable core (default: 8; "
+        "encode_batch's num_threads): a batch of 65536 characters or more is split among them. "
+        "Where the C encoder is not built, worker processes instead, from 1048576 characters. "
+        "Above 1, the next batch is read while one is encoded. With --pretokenize bytes or on a "
+        "GPU the tensor engine encodes (on torch's threads)",
     )
     parser.add_argument(
         "--max-document-bytes",

@@ -52,7 +52,7 @@ _WINDOW = 1 << 16  # where the last cut is looked for first: the end of the text
 
 
 def _proven_patterns() -> frozenset[str]:
-    from tensortext.bpe.pretokenize import (
+    from tensortext.bpe.patterns import (
         CL100K_PATTERN,
         GPT2_PATTERN,
         O200K_PATTERN,

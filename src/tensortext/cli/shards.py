@@ -1,5 +1,5 @@
-"""Token shard sets for ``tensortext tokenize --format npy|bin``, each run's set replacing the
-last one with that prefix as one step.
+"""Token shard sets for ``tensortext tokenize --format npy|raw|bin``, each run's set replacing
+the last one with that prefix as one step (the layouts: :mod:`~tensortext.cli.shard_formats`).
 
 A run writes its shards and index into a hidden staging folder ``.BASE.tensortext-PID-RANDOM/``
 beside the prefix (``BASE``: its last component; the PID is for people), under their final
@@ -9,7 +9,7 @@ life: a staging folder whose lock can be taken is an ended run's, whatever its P
 as good as the server's locks; without ``flock``, as on Windows, none is swept). A ``flock`` on
 the prefix's folder serializes steps 0-4 and sweeps. Only the set in place is ever removed (the
 index ``BASE_index.json`` and the shards it lists); a file named like a shard
-(``BASE_NNNNNN.npy|bin``) that no index lists stops a run before any work. When the run
+(``BASE_NNNNNN.npy|raw|bin``) that no index lists stops a run before any work. When the run
 succeeds, under the folder lock:
 
 0. Unfinished committed switches are rolled forward (dropped if the set they replace is gone);
@@ -52,18 +52,15 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
 from tensortext.cli.common import CliError
+from tensortext.cli.shard_formats import FORMATS, write_shard
 
-__all__ = ["BIN_MAGIC", "SWITCH_SIGNAL_ENV", "ShardWriter", "check_folder", "check_prefix",
-           "write_shard"]  # fmt: skip
+__all__ = ["SWITCH_SIGNAL_ENV", "ShardWriter", "check_folder", "check_prefix", "write_shard"]
 
-BIN_MAGIC = 20240520
-"""llm.c's data file magic: a 256 x int32 header (magic, version, token count), then tokens."""
-BIN_VERSIONS = {"uint16": 1, "uint32": 2}
 JOURNAL, TRASH, LOCK = "switch.json", "old", "lock"  # in a staging folder
 SWITCH_SIGNAL_ENV = "TENSORTEXT_TEST_SWITCH_SIGNAL"
 """For tests only: ``SIGNAME@N`` sends that signal to the process after the switch's N-th rename."""
@@ -102,7 +99,8 @@ def check_folder(prefix: str) -> None:
 
 def _run_files(base: str, index: bool = True) -> re.Pattern[str]:
     """The names of a set with prefix ``base``: shards, and its index unless not ``index``."""
-    return re.compile(rf"{re.escape(base)}_(?:\d{{6,}}\.(?:npy|bin){'|index.json' * index})")
+    extensions = "|".join(FORMATS)
+    return re.compile(rf"{re.escape(base)}_(?:\d{{6,}}\.(?:{extensions}){'|index.json' * index})")
 
 
 def _staging_names(base: str) -> re.Pattern[str]:
@@ -331,9 +329,9 @@ def _cannot_write(path: str | Path, error: OSError) -> OSError:
 
 
 class ShardWriter:
-    """Token shards ``PREFIX_000000.npy`` (or ``.bin``), each ``shard_tokens`` long but the
-    last, and the index ``PREFIX_index.json``, replacing the set of an earlier run as one step
-    at :meth:`close` (see the module's docstring); :meth:`abort` drops the run.
+    """Token shards ``PREFIX_000000.npy`` (or ``.raw``, ``.bin``), each ``shard_tokens`` long
+    but the last, and the index ``PREFIX_index.json``, replacing the set of an earlier run as
+    one step at :meth:`close` (see the module's docstring); :meth:`abort` drops the run.
 
     Creating the writer finishes or sweeps what ended runs with this prefix left, and refuses
     files named like its shards that its index does not list (:func:`check_folder`)."""
@@ -435,6 +433,7 @@ class ShardWriter:
             **self.index_fields,
             "format": self.file_format,
             "dtype": self.dtype,
+            "byte_order": "little",
             "shard_tokens": self.shard_tokens,
             "tokens": sum(shard["tokens"] for shard in self.shards),
             "documents": sum(shard["documents"] for shard in self.shards),
@@ -483,18 +482,3 @@ class ShardWriter:
             raise _cannot_write(self._folder / name, error) from None
         self.shards.append({"file": name, "tokens": int(tokens.size), "documents": self._documents})
         self._filled = self._documents = 0
-
-
-def write_shard(stream: BinaryIO, tokens: Any, file_format: str) -> None:
-    """``tokens`` (uint16 or uint32) as nanoGPT's ``np.save`` or llm.c's ``write_datafile``.
-
-    The bytes go through ``stream.write``, not ``ndarray.tofile`` (which ``np.save`` uses), so a
-    full disk raises ``OSError`` with its ``errno`` (ENOSPC) rather than a count of bytes."""
-    if file_format == "npy":
-        header = np.lib.format.header_data_from_array_1_0(tokens)
-        np.lib.format.write_array_header_1_0(stream, header)  # np.save's, for a 1-D array
-    else:
-        header_words = np.zeros(256, dtype=np.int32)
-        header_words[:3] = (BIN_MAGIC, BIN_VERSIONS[str(tokens.dtype)], tokens.size)
-        stream.write(header_words.tobytes())
-    stream.write(np.ascontiguousarray(tokens).data.cast("B"))

@@ -1,27 +1,45 @@
-"""``tensortext tokenize``: BPE-encode documents to lines of token IDs or to token shards
-(nanoGPT's ``.npy``, llm.c's ``.bin``), or decode lines of IDs back.
+"""``tensortext tokenize``: BPE-encode documents to lines of token IDs or to token shards, or
+decode lines of IDs back.
 
-Encoding streams: documents (text lines, whole files, or a field of JSON lines) are read one at
-a time and encoded in batches of about ``--batch-bytes`` (on a CPU, a large batch is shared
-among worker processes), so memory does not grow with the input."""
+Encoding streams: documents (text lines, whole files, a field of JSON lines or a Parquet
+column) are read one at a time and encoded in batches of about --batch-bytes characters, so
+memory does not grow with the input. On a CPU a batch of 64K characters or more is split among
+--workers threads (worker processes, from 2**20 characters, where the C encoder is not
+built).
+
+Shards (-o PREFIX writes PREFIX_000000.EXT, ... and the index PREFIX_index.json, which names
+the dtype; the dtype is uint16 when every ID of the encoding fits, else uint32, little-endian):
+
+  --format npy  np.save arrays: build-nanogpt's fineweb.py shards, read by its
+                train_gpt2.py (np.load)
+  --format raw  the tokens alone, no header: nanoGPT's train.bin, read by its train.py
+                as np.memmap(path, dtype=np.uint16, mode="r"). The reader must know the
+                dtype (the index and the summary line name it); shards join with
+                cat PREFIX_*.raw > train.bin
+  --format bin  llm.c's data files: 256 int32 header words (magic, version, token count),
+                then the tokens. uint16: magic 20240520 version 1 (GPT-2), read by
+                train_gpt2.c/.cu and train_gpt2.py; uint32: magic 20240801 version 7
+                (Llama 3), read by train_llama3.py
+
+--prepend-eot puts the end-of-text token before each document (build-nanogpt's and llm.c's
+fineweb.py); --append-eot after it (nanoGPT's prepare.py)."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import chain
 from typing import Any, TextIO
 
 import numpy as np
 
-from tensortext.cli import corpus, long_documents, shards
+from tensortext.cli import corpus, long_documents, shard_formats, shards
 from tensortext.cli.common import (
     CliError,
     add_device_argument,
     check_int_flag,
     check_output,
-    device_from,
+    host_or_device_from,
     load_encoding,
     open_output,
     parse_id_lines,
@@ -59,14 +77,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--input",
         action="append",
         help="input file, '-' for standard input (the default), or a glob; repeat for several. "
-        "A .jsonl file gives one document per line (see --field)",
+        "A .jsonl file gives one document per line, a .parquet file one per row (see --field)",
     )
     parser.add_argument(
         "-o",
         "--output",
-        help="output file (default: standard output); with --format npy or bin, the prefix of "
-        "the shards PREFIX_000000.npy ... and of the index PREFIX_index.json",
+        help="output file (default: standard output); with --format npy, raw or bin, the "
+        "prefix of the shards PREFIX_000000.npy ... and of the index PREFIX_index.json",
     )
+    shard_formats.add_arguments(parser)
+    _add_eot_arguments(parser)
     corpus.add_arguments(parser)
     parser.add_argument("--decode", action="store_true", help="lines of IDs in, text out")
     parser.add_argument(
@@ -91,22 +111,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--batch-lines",
         type=int,
         help=f"documents encoded (or lines decoded) per batch, 1 to {MAX_BATCH_LINES} (default: "
-        "4096 for ids, else as many as --batch-bytes holds)",
+        f"4096 for --format ids and --decode, else as many as --batch-bytes holds, at most "
+        f"{MAX_BATCH_LINES})",
     )
     add_device_argument(parser)
+
+
+def _add_eot_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--prepend-eot`` and ``--append-eot`` (one or the other: checked by :func:`run`)."""
+    parser.add_argument(
+        "--prepend-eot",
+        action="store_true",
+        help="the end-of-text token before every document (build-nanogpt's, llm.c's fineweb.py)",
+    )
+    parser.add_argument(
+        "--append-eot",
+        action="store_true",
+        help="the end-of-text token after every document (nanoGPT's prepare.py)",
+    )
 
 
 def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -> None:
     check_int_flag("--batch-lines", args.batch_lines, 1, MAX_BATCH_LINES)
     check_int_flag("--batch-bytes", args.batch_bytes, 1, corpus.MAX_BATCH_BYTES)
-    check_int_flag("--shard-tokens", args.shard_tokens, 1, corpus.MAX_SHARD_TOKENS)
+    check_int_flag("--shard-tokens", args.shard_tokens, 1, shard_formats.MAX_SHARD_TOKENS)
     check_int_flag("--workers", args.workers, 1, 1024)
     check_int_flag("--max-document-bytes", args.max_document_bytes, 1, corpus.MAX_DOCUMENT_BYTES)
     inputs = corpus.expand_inputs(args.input or ["-"])
     to_shards = args.format != "ids"
-    if args.decode and (to_shards or len(inputs) > 1 or args.whole_file or args.append_eot):
+    if args.append_eot and args.prepend_eot:
+        raise CliError(
+            "--append-eot and --prepend-eot: pass one of them (--prepend-eot puts the "
+            "end-of-text token before each document, --append-eot after it)"
+        )
+    if args.decode and (to_shards or len(inputs) > 1 or args.whole_file or args.append_eot
+                        or args.prepend_eot):  # fmt: skip
         raise CliError("--decode reads one file of ID lines: no --format, --whole-file, "
-                       "--append-eot or several inputs")  # fmt: skip
+                       "--append-eot, --prepend-eot or several inputs")  # fmt: skip
     if to_shards and args.output in (None, "-"):
         raise CliError(f"--format {args.format} writes shard files: pass -o PREFIX")
     if to_shards:
@@ -116,10 +157,11 @@ def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -
     check_output(f"{args.output}_index.json" if to_shards else args.output, named_inputs)
     if to_shards:
         shards.check_folder(args.output)  # a stray file named like a shard: before any work
-    device = device_from(args)
+    device = host_or_device_from(args)
     if to_shards:
         encoding = load_encoding(args.encoding)
-        dtype = _shard_dtype(encoding, args.dtype)
+        _eot_token(encoding, args)  # before any work
+        dtype = shard_formats.shard_dtype(encoding, args.dtype)
         _write_shards(encoding, inputs, args, device, stdin, dtype)
         return
     with open_output(args.output, stdout) as out:  # before the work: a bad -o costs nothing
@@ -145,16 +187,6 @@ def _decode_file(encoding: Any, path: str, batch_lines: int, stdin: Any, out: Te
         _decode_lines(encoding, parse_id_lines(chunk, name, first + 1), first, out)
 
 
-def _shard_dtype(encoding: Any, dtype: str | None) -> str:
-    fits = encoding.max_token_value < 1 << 16
-    if dtype == "uint16" and not fits:
-        raise CliError(
-            f"--dtype uint16 cannot hold {encoding.name}'s IDs (up to {encoding.max_token_value}); "
-            "use --dtype uint32"
-        )
-    return dtype or ("uint16" if fits else "uint32")
-
-
 def _write_shards(
     encoding: Any, inputs: list[str], args: argparse.Namespace, device: Any, stdin: Any, dtype: str
 ) -> None:
@@ -165,7 +197,7 @@ def _write_shards(
         dtype,
         args.shard_tokens,
         {"encoding": encoding.name, "vocab_sha256": corpus.vocab_sha256(encoding),
-         "append_eot": args.append_eot, "inputs": inputs},
+         "append_eot": args.append_eot, "prepend_eot": args.prepend_eot, "inputs": inputs},
     )  # fmt: skip
     try:
         for ids, lengths, ends in _encoded_batches(encoding, inputs, args, device, stdin, progress):
@@ -174,7 +206,8 @@ def _write_shards(
     except BaseException:  # an error or Ctrl-C: no half-made set of shards
         writer.abort()
         raise
-    progress.close(f"{len(index['shards'])} shards, {args.output}_index.json")
+    layout = shard_formats.describe(args.format, dtype)
+    progress.close(f"{len(index['shards'])} shards ({layout}), {args.output}_index.json")
 
 
 def _encoded_batches(
@@ -186,15 +219,17 @@ def _encoded_batches(
     progress: corpus.Progress,
 ) -> Iterator[Encoded]:
     """The tokens of each batch of documents, flat ``(ids [T], lengths [B], ends [B])``, with
-    the end-of-text token if asked. A long document comes in parts (see
-    :mod:`~tensortext.cli.long_documents`) where the encoding's split is proven to allow it.
+    the end-of-text token before or after each document if asked. A long document comes in
+    parts (see :mod:`~tensortext.cli.long_documents`) where the encoding's split is proven to
+    allow it: the token goes before its first part or after its last, which may lie in another
+    batch.
 
     With several threads or worker processes, batch ``k`` is encoded from a helper thread
     (which mostly waits on them, without the GIL) while this thread reads batch ``k + 1`` and
     the caller writes batch ``k - 1``: without that overlap, two workers kept 1.4 cores busy,
     not 2.
     """
-    eot = _eot_token(encoding) if args.append_eot else None
+    eot = _eot_token(encoding, args)
     documents = corpus.read_documents(
         inputs,
         whole_file=args.whole_file,
@@ -207,23 +242,27 @@ def _encoded_batches(
     default_lines = 4096 if args.format == "ids" else MAX_BATCH_LINES
     batches = corpus.batches(documents, args.batch_bytes, args.batch_lines or default_lines)
 
-    def encode(batch: list[corpus.Document]) -> Encoded:
+    def encode(batch: list[corpus.Document], starts: np.ndarray, ends: np.ndarray) -> Encoded:
         ids, lengths = _encode_flat(encoding, [document.text for document in batch], args, device)
-        ends = np.fromiter((document.ends for document in batch), dtype=bool, count=len(batch))
-        if eot is None:
-            return ids, lengths, ends
-        return np.insert(ids, np.cumsum(lengths)[ends], eot), lengths + ends, ends
+        if eot is not None:
+            marked = starts if args.prepend_eot else ends
+            ids, lengths = _with_eot(ids, lengths, marked, eot, before=args.prepend_eot)
+        return ids, lengths, ends
 
-    overlap = args.workers > 1 and device.type == "cpu"
+    overlap = args.workers > 1 and on_cpu(device)
+    previous_ended = True  # the first row starts a document
     with ThreadPoolExecutor(max_workers=1) as runner:
         pending: tuple[list[corpus.Document], Future[Encoded]] | None = None
         for batch in batches:
+            ends = np.fromiter((document.ends for document in batch), dtype=bool, count=len(batch))
+            starts = np.concatenate(([previous_ended], ends[:-1]))  # [B] a document's first row
+            previous_ended = bool(ends[-1])
             if not overlap:
-                encoded = encode(batch)
+                encoded = encode(batch, starts, ends)
                 progress.update(batch, encoded[0].size)
                 yield encoded
                 continue
-            submitted = (batch, runner.submit(encode, batch))
+            submitted = (batch, runner.submit(encode, batch, starts, ends))
             if pending is not None:
                 yield _finished(pending, progress)
             pending = submitted
@@ -240,11 +279,41 @@ def _finished(
     return encoded
 
 
-def _eot_token(encoding: Any) -> int:
+def _eot_token(encoding: Any, args: argparse.Namespace) -> int | None:
+    """The end-of-text token if ``--prepend-eot`` or ``--append-eot`` asks for it, else None.
+
+    Raises:
+        CliError: the encoding has none.
+    """
+    flag = "--prepend-eot" if args.prepend_eot else "--append-eot" if args.append_eot else None
+    if flag is None:
+        return None
     try:
         return int(encoding.eot_token)
     except KeyError:
-        raise CliError(f"--append-eot: {encoding.name} has no <|endoftext|> token") from None
+        raise CliError(f"{flag}: {encoding.name} has no <|endoftext|> token") from None
+
+
+def _with_eot(
+    ids: np.ndarray, lengths: np.ndarray, marked: np.ndarray, eot: int, *, before: bool
+) -> Batch:
+    """``(ids [T'], lengths [B])`` with ``eot`` before (or after) each row where ``marked [B]``
+    (bool) is set.
+
+    Example:
+        >>> ids, lengths = _with_eot(np.array([5, 6, 7]), np.array([2, 0, 1]),
+        ...                          np.array([True, True, False]), 9, before=True)
+        >>> ids.tolist(), lengths.tolist()
+        ([9, 5, 6, 9, 7], [3, 1, 1])
+    """
+    row_ends = np.cumsum(lengths)  # [B] where each row ends in ids
+    at = (row_ends - lengths if before else row_ends)[marked]
+    return np.insert(ids, at, eot), lengths + marked
+
+
+def on_cpu(device: Any) -> bool:
+    """Whether ``--device`` is the CPU (a ``torch.device``, or ``"cpu"`` without torch)."""
+    return bool(getattr(device, "type", device) == "cpu")
 
 
 def _encode_flat(encoding: Any, lines: list[str], args: argparse.Namespace, device: Any) -> Batch:
@@ -260,13 +329,12 @@ def _encode_flat(encoding: Any, lines: list[str], args: argparse.Namespace, devi
         "allowed_special": allowed,
         "disallowed_special": () if args.ordinary else "all",
     }
-    python_host = encoding._host.native is None  # the Python encoder's worker processes
     try:
-        if device.type == "cpu" and args.pretokenize == "regex" and python_host:
-            rows = encoding.encode_batch(lines, num_threads=args.workers, **specials)
-            lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-            ids = np.fromiter(chain.from_iterable(rows), dtype=np.int64, count=lengths.sum())
-            return ids, lengths
+        if on_cpu(device) and args.pretokenize == "regex":  # the host encoders, no torch
+            ids, lengths = encoding.encode_batch_to_numpy(
+                lines, num_threads=args.workers, **specials
+            )
+            return ids.astype(np.int64), lengths
         flat = encoding.encode_batch_to_flat(
             lines, device=device, pretokenize=args.pretokenize, num_threads=args.workers,
             **specials,

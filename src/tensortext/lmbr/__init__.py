@@ -14,6 +14,7 @@ Iglesias et al. (2018), Equation 2, with the linear BLEU weights of Tromble et a
 MBR reranking is :mod:`tensortext.mbr`.
 """
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
 from tensortext.lmbr.bias import LMBRBias, lmbr_bias_factory, lmbr_theta
 from tensortext.lmbr.files import read_nbest, read_ngram_posterior_files, write_nbest
 from tensortext.lmbr.hf import LMBRLogitsProcessor

@@ -4,3 +4,5 @@
 
 ``transformers`` models are wrapped by :class:`tensortext.decode.hf.HFDecoder`.
 """
+
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)

@@ -22,6 +22,7 @@ Token IDs score as rouge-score scores their space-joined decimal strings. Types 
 host synchronisation unless ``validate=True`` (the default), which checks lengths and IDs once.
 """
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
 from tensortext.rouge.config import DEFAULT_ROUGE_TYPES, ROUGE_TYPES, RougeConfig
 from tensortext.rouge.functional import (
     MEASURES,

@@ -7,17 +7,12 @@ optional leading non-letter, digit groups, punctuation runs with trailing newlin
 
 from __future__ import annotations
 
-from typing import Literal
-
 import torch
 
+from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.pretokenize.text import Alternatives, SegmentText
 
-__all__ = ["PatternKind", "anchors", "piece_ends"]
-
-PatternKind = Literal[
-    "r50k", "cl100k", "cl100k_hf", "o200k", "llama3", "qwen2", "qwen35", "deepseek_v3", "bytes"
-]
+__all__ = ["anchors", "piece_ends"]
 
 
 def _whitespace(text: SegmentText, alts: Alternatives, kind: PatternKind) -> None:

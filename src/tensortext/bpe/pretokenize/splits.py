@@ -18,24 +18,11 @@ import torch
 from tensortext.bpe.pretokenize.text import Alternatives, SegmentText
 
 __all__ = [
-    "DEEPSEEK_V3_MAIN",
-    "DEEPSEEK_V3_SPLITS",
     "deepseek_v3_starts",
     "isolated_starts",
     "reachable",
 ]
 
-# The three Split regexes of DeepSeek-V3's tokenizer.json, in order (each behavior="Isolated").
-DEEPSEEK_V3_MAIN = (  # as in the file: \r and \n are the characters themselves
-    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+"
-    "|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*"
-    "|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
-)
-DEEPSEEK_V3_SPLITS = (
-    r"\p{N}{1,3}",
-    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
-    DEEPSEEK_V3_MAIN,
-)
 _CJK_KANA = ((0x4E00, 0x9FA5), (0x3040, 0x309F), (0x30A0, 0x30FF))
 _ASCII_PUNCT = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 

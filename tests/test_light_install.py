@@ -109,18 +109,18 @@ def test_the_tokenizer_runs_without_torch(name: str, native: bool) -> None:
     assert got["torch"] is False  # type: ignore[index]
 
 
-def test_a_tokenizer_json_loads_without_torch() -> None:
-    """``Encoding.from_hf_json`` and its list methods need no torch (Qwen3's file)."""
-    path = hf_file("qwen3")
+@pytest.mark.parametrize("name", ["qwen3", "deepseek_v3"])
+def test_a_tokenizer_json_loads_without_torch(name: str) -> None:
+    """``Encoding.from_hf_json`` and its list methods need no torch (with the C encoder, which
+    splits DeepSeek-V3's sequence too)."""
+    path = hf_file(name)
     code = f"""
         import json
         from tensortext import Encoding
         enc = Encoding.from_hf_json({str(path)!r})
         print(json.dumps(enc.encode_batch({TEXTS[:3]!r}, allowed_special="all")))
     """
-    expected = [
-        hf_tokenizer("qwen3").encode(text, add_special_tokens=False).ids for text in TEXTS[:3]
-    ]
+    expected = [hf_tokenizer(name).encode(text, add_special_tokens=False).ids for text in TEXTS[:3]]
     assert printed_json(run_python(code)) == expected
 
 
@@ -132,6 +132,9 @@ def test_a_tokenizer_json_loads_without_torch() -> None:
         "tensortext.ngrams",
         "__import__('tensortext.bleu')",
         "__import__('tensortext.decode')",
+        "__import__('tensortext.mbr')",
+        "__import__('tensortext.ngrams')",
+        "__import__('tensortext.bpe.pretokenize')",
         "tensortext.get_encoding('cl100k_base').encode_to_tensor('x')",
         "tensortext.get_encoding('cl100k_base').encode_batch_to_tensor(['x'])",
         "tensortext.bpe.piece_starts",
@@ -181,3 +184,40 @@ def test_the_tokenize_command_writes_shards_without_torch(tmp_path: Path) -> Non
     )
     assert refused.returncode == 2, refused.stderr
     assert "Traceback" not in refused.stderr and HINT in refused.stderr, refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "expected"),
+    [
+        (["--help"], 0, "tokenize"),
+        (["--version"], 0, "tensortext "),
+        (["bleu", "ref.txt"], 2, HINT),
+        (["translate"], 2, HINT),
+        (["tokenise"], 2, "invalid choice: 'tokenise'"),
+        (["tokenize", "-e", "gpt2", "--pretokenize", "bytes"], 2, HINT),
+    ],
+    ids=["help", "version", "bleu", "translate", "typo", "bytes"],
+)
+def test_the_command_line_without_torch(args: list[str], status: int, expected: str) -> None:
+    """``python -m tensortext``: help and the tokenizer work; a command that needs torch says
+    which extra to install, in one line, before any work."""
+    code = NO_TORCH + "import runpy\nrunpy.run_module('tensortext', run_name='__main__')"
+    command = [sys.executable, "-c", code, *args]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, input="")
+    assert result.returncode == status, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    assert expected in result.stdout + result.stderr
+    if status == 2:
+        assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_decode_on_the_command_line_without_torch(tmp_path: Path) -> None:
+    ids = tmp_path / "ids.txt"
+    reference = tiktoken_reference("gpt2")
+    ids.write_text(" ".join(map(str, reference.encode("hello world"))) + "\n")
+    code = "import sys\nfrom tensortext.cli import main\nsys.exit(main(sys.argv[1:]))"
+    args = ["tokenize", "-e", "gpt2", "--decode", "-i", str(ids)]
+    result = subprocess.run(
+        [sys.executable, "-c", NO_TORCH + code, *args], capture_output=True, text=True, timeout=300
+    )
+    assert (result.returncode, result.stdout) == (0, "hello world\n"), result.stderr

@@ -104,9 +104,7 @@ def _import(module: str, name: str) -> Any:
             raise
         from tensortext._torch import INSTALL_HINT
 
-        raise ImportError(
-            f"tensortext.{name}: PyTorch is not installed; {INSTALL_HINT}"
-        ) from error
+        raise ImportError(f"tensortext.{name}: PyTorch is not installed; {INSTALL_HINT}") from error
 
 
 def __dir__() -> list[str]:

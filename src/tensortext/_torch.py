@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+from functools import cache
 from types import ModuleType
 
 __all__ = ["INSTALL_HINT", "require_torch", "torch_installed"]
@@ -17,6 +18,12 @@ def torch_installed() -> bool:
     """Whether ``import torch`` would succeed, without importing it (a second or more)."""
     if "torch" in sys.modules:
         return sys.modules["torch"] is not None
+    return _torch_found()
+
+
+@cache
+def _torch_found() -> bool:
+    """Whether torch is on the path (looked up once: it scans ``sys.path``)."""
     return importlib.util.find_spec("torch") is not None
 
 

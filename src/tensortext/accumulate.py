@@ -10,6 +10,9 @@ so every metric class (:class:`~tensortext.BLEU`, :class:`~tensortext.CHRF`,
 
 from __future__ import annotations
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
+
+# isort: split
 import torch
 import torch.distributed as dist
 from torch import Tensor

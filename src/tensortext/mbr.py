@@ -10,6 +10,9 @@ configured ROUGE types); no Python loop over sentences or pairs.
 
 from __future__ import annotations
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
+
+# isort: split
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, NamedTuple, Union, cast

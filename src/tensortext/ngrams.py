@@ -12,6 +12,9 @@ of ``P`` integers plus a few element-wise passes.
 
 from __future__ import annotations
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
+
+# isort: split
 from collections.abc import Iterator, Sequence
 
 import torch

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import torch
     from torch import Tensor
 
@@ -32,6 +34,7 @@ __all__ = [
     "MISSING_REF",
     "PAD_ID",
     "Flat",
+    "FlatArrays",
     "Padded",
     "pad_ragged",
     "pad_ragged_refs",
@@ -87,6 +90,18 @@ class Flat(NamedTuple):
 
     def tolist(self) -> list[list[int]]:
         """The rows as lists (one host copy)."""
+        return split_rows(self.ids.tolist(), self.lengths.tolist())
+
+
+class FlatArrays(NamedTuple):
+    """:class:`Flat` as numpy arrays, for code without torch: ``ids [T]`` uint32 (tiktoken's
+    ``encode_to_numpy`` dtype) and ``lengths [B]`` int64."""
+
+    ids: npt.NDArray[np.uint32]
+    lengths: npt.NDArray[np.int64]
+
+    def tolist(self) -> list[list[int]]:
+        """The rows as lists."""
         return split_rows(self.ids.tolist(), self.lengths.tolist())
 
 

@@ -53,6 +53,11 @@ def test_tensors_decode(enc: tensortext.Encoding) -> None:
     assert enc.decode_batch(torch.tensor([ids, ids])) == [TEXT, TEXT]
 
 
+def test_a_small_dtype_batch_longer_than_its_range(enc: tensortext.Encoding) -> None:
+    """The lengths of a ``[B, L]`` tensor are int64, whatever the IDs' dtype (300 > 255)."""
+    assert enc.decode_batch(torch.zeros(1, 300, dtype=torch.uint8)) == ["!" * 300]  # ID 0: "!"
+
+
 @pytest.mark.parametrize(
     ("tokens", "error", "message"),
     [

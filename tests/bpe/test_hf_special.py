@@ -173,6 +173,9 @@ LIST_METHODS: dict[str, Callable[..., Any]] = {
     "encode_batch": lambda enc, **kw: enc.encode_batch(["hi"], **kw),
     "encode_ordinary_batch": lambda enc, **kw: enc.encode_ordinary_batch(["hi"], **kw),
     "encode_batch_to_numpy": lambda enc, **kw: enc.encode_batch_to_numpy(["hi"], **kw),
+    "encode_to_tensor": lambda enc, **kw: enc.encode_to_tensor("hi", **kw),
+    "encode_batch_to_tensor": lambda enc, **kw: enc.encode_batch_to_tensor(["hi"], **kw).ids,
+    "encode_batch_to_flat": lambda enc, **kw: enc.encode_batch_to_flat(["hi"], **kw).ids,
 }
 
 

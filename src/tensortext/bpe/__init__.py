@@ -22,8 +22,8 @@ from tensortext.bpe.registry import get_encoding, list_encoding_names, load_enco
 from tensortext.bpe.serial import merge_serial
 
 if TYPE_CHECKING:
-    from tensortext.bpe.merge import merge_pieces
-    from tensortext.bpe.pretokenize import piece_starts
+    from tensortext.bpe.merge import merge_pieces as merge_pieces
+    from tensortext.bpe.pretokenize import piece_starts as piece_starts
 
 _TENSOR_NAMES = {
     "merge_pieces": "tensortext.bpe.merge",
@@ -56,8 +56,6 @@ __all__ = [
     "get_encoding",
     "list_encoding_names",
     "load_encoding",
-    "merge_pieces",
     "merge_serial",
     "pattern_kind",
-    "piece_starts",
-]
+]  # with merge_pieces and piece_starts, which need torch (so `import *` works without it)

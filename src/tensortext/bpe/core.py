@@ -30,7 +30,7 @@ from tensortext.bpe.text import (
     prepare_segments,
 )
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file
-from tensortext.padded import Flat
+from tensortext.padded import Flat, FlatArrays
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,8 +120,8 @@ class Encoding(DecodeMethods, TensorMethods):
 
         Added tokens become special tokens (pass ``allowed_special="all"`` to split them out as
         HF always does). The normalizer and ``add_prefix_space`` always apply; the
-        post-processor's tokens (e.g. a BOS) are added by every encode method called with
-        ``add_special_tokens=True`` (HF's ``tokenizer.encode`` defaults to True; here the
+        post-processor's tokens (e.g. a BOS) are added by the ``encode*`` methods that take
+        ``add_special_tokens`` when it is True (HF's ``tokenizer.encode`` defaults to True; here the
         default is tiktoken's, False).
         """
         return cls._from_vocab(read_hf_json(source))
@@ -230,12 +230,13 @@ class Encoding(DecodeMethods, TensorMethods):
         allowed_special: AllowedSpecial = frozenset(),
         disallowed_special: DisallowedSpecial = "all",
         add_special_tokens: bool = False,
-    ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+    ) -> FlatArrays:
         """:meth:`encode_batch` as flat numpy arrays, without a Python list per text: the
         layout of :class:`~tensortext.padded.Flat`, for writing shards (no torch needed).
 
         Returns:
-            ``(ids [T] uint32, lengths [B] int64)``: text ``b``'s tokens follow text ``b - 1``'s,
+            :class:`~tensortext.padded.FlatArrays` ``(ids [T] uint32, lengths [B] int64)``:
+            text ``b``'s tokens follow text ``b - 1``'s,
             ``ids[sum(lengths[:b]):][:lengths[b]] == encode(text[b])``.
 
         Example:
@@ -250,7 +251,7 @@ class Encoding(DecodeMethods, TensorMethods):
         affixes = post_processor_affixes(self._vocab, add_special_tokens, self.name)
         texts = check_texts(text, "text")
         arrays = self._encode_arrays(texts, allowed_special, disallowed_special, threads)
-        return add_affixes_flat(*arrays, *affixes)
+        return FlatArrays(*add_affixes_flat(*arrays, *affixes))
 
     def encode_ordinary_batch(
         self, text: Iterable[str], *, num_threads: int = 8, add_special_tokens: bool = False
@@ -399,7 +400,10 @@ class Encoding(DecodeMethods, TensorMethods):
             workers = parallel.worker_count(num_threads, segments[0])
             pool = parallel.pool_encoder(self, workers) if workers > 1 else None
             return host.rows(segments, n_texts, pool)
-        torch = require_torch(f"encoding with {self.name}'s split pattern on this Python")
+        torch = require_torch(
+            f"{self.name}: encoding its {self._vocab.kind} split without the C encoder (the "
+            "Python one has no scanner for it, the tensor engine does)"
+        )
         from tensortext.bpe.engine import encode_flat
 
         tokens, lengths = encode_flat(
@@ -433,7 +437,10 @@ class Encoding(DecodeMethods, TensorMethods):
         """The pieces the split pattern cuts one ordinary segment into (on the CPU)."""
         if self._host.ascii_pattern is not None:
             return self._host.split(segment)
-        require_torch(f"splitting with {self.name}'s pattern on this Python")
+        require_torch(
+            f"{self.name}: splitting with its {self._vocab.kind} pattern in Python (the "
+            "standard library's re has no translation of it; the tensor engine splits it)"
+        )
         from tensortext.bpe.engine import piece_texts
 
         return piece_texts(segment, self._vocab.kind)

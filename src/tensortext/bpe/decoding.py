@@ -199,7 +199,7 @@ class DecodeMethods:
         num_threads: int = 8,
     ) -> list[str]:
         """Decode each row: lists of IDs (tiktoken's), a :class:`Padded` batch (each row cut at
-        its length) or an ``[B, L]`` tensor of full rows."""
+        its length), or an ``[B, L]`` tensor or numpy array of full rows."""
         return [data.decode("utf-8", errors=errors) for data in self.decode_bytes_batch(batch)]
 
     def decode_bytes_batch(self, batch: TokenBatch, *, num_threads: int = 8) -> list[bytes]:
@@ -211,7 +211,9 @@ class DecodeMethods:
         if is_tensor(batch):
             if rows.dim() != 2:
                 raise ValueError(f"batch must be [B, L], got shape {list(rows.shape)}")
-            full = rows.new_full((rows.shape[0],), rows.shape[1]).long().cpu()
+            import torch  # loaded: batch is a tensor
+
+            full = torch.full((rows.shape[0],), rows.shape[1], dtype=torch.int64)
             return decode_padded(self._vocab, Padded(rows, full))
         if is_ndarray(batch):
             if rows.ndim != 2:

@@ -7,6 +7,9 @@ every text, concatenated (``tokens [T]``) with one length per text (``lengths [B
 
 from __future__ import annotations
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
+
+# isort: split
 import itertools
 import os
 from typing import Literal
@@ -36,7 +39,6 @@ MergeBackend = Literal["auto", "torch", "triton"]
 # merged is cheap for words (a few passes) but not for a long run of random CJK (thousands).
 MAX_PASSES = 64
 
-# (segment texts, special-token ID of each segment or -1, index of the text each belongs to)
 _RAN_TORCH = False
 """Whether this process has run the engine's tensor passes (torch's intra-op threads started)."""
 

@@ -9,16 +9,19 @@ That equals the sequential order as long as no merge creates a pair of rank belo
 sequential algorithm would take that pair next, before the remaining pairs of rank ``r``).
 Real vocabularies mostly obey this, but not always (Llama-3, for one), so every pass checks each
 piece: a new pair of lower rank, or one that the sequential order would have formed between two
-neighbouring merges, sends the piece to :func:`merge_serial`, the sequential algorithm itself.
+neighbouring merges, sends the piece to :func:`.serial.merge_serial`, the sequential algorithm.
 The result is therefore identical to tiktoken for every input, not only for friendly ones.
 
 A piece takes one pass per distinct rank it merges: a few for words, thousands for a long run of
 random CJK. With ``max_passes``, the pieces still merging then are handed over, as they are, to
-the sequential heap (:func:`merge_tokens`), which is ``O(n log n)`` per piece.
+the sequential heap (:func:`.serial.merge_tokens`), which is ``O(n log n)`` per piece.
 """
 
 from __future__ import annotations
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
+
+# isort: split
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,14 +182,15 @@ def merge_pieces(
             ``b``; the last slot is scratch.
         max_passes: stop after this many passes (``None``: when every piece is done). A piece
             takes one pass per distinct rank it merges: a few for real words, thousands for a
-            long run of random CJK, where the sequential heap (:func:`merge_tokens`) is faster.
+            long run of random CJK, where the sequential heap (:func:`.serial.merge_tokens`) is
+            faster.
         unfinished: ``[P]`` bool, required with ``max_passes``: set for the pieces still
             merging then; their tokens so far are written to ``out`` (a state of the
-            sequential order, from which :func:`merge_tokens` goes on).
+            sequential order, from which :func:`.serial.merge_tokens` goes on).
 
     Returns:
         ``[P]`` bool: pieces whose merge order could differ from the sequential one; they are
-        not written and must go through :func:`merge_serial`.
+        not written and must go through :func:`.serial.merge_serial`.
     """
     if max_passes is not None and unfinished is None:
         raise ValueError("merge_pieces: max_passes needs an `unfinished` mask to report to")

@@ -102,8 +102,8 @@ class TensorMethods:
                 it applies), ``"torch"`` (the tensor engine on every device) or ``"triton"``.
                 All give the same IDs.
             add_special_tokens: add the Hugging Face post-processor's tokens around each text
-                (e.g. a BOS), as HF's ``encode(..., add_special_tokens=True)``; tiktoken's
-                encodings have none.
+                (e.g. a BOS), as HF's ``encode(..., add_special_tokens=True)``; refused on an
+                encoding that has none (tiktoken's).
             num_threads: the C host encoder's threads on a CPU (default:
                 ``torch.get_num_threads()``; one per usable core at most).
 
@@ -116,7 +116,9 @@ class TensorMethods:
             ValueError: for a disallowed special token (as :meth:`encode`), or, where the C
                 host encoder runs, a segment (a text, or a part between allowed special
                 tokens) over :data:`~tensortext.bpe.native.MAX_SEGMENT_CHARS` (2**30 - 2)
-                characters.
+                characters, or ``add_special_tokens=True`` on an encoding without a Hugging
+                Face post-processor.
+            ImportError: without torch, naming the extra to install.
         """
         check_int("pad_id", pad_id)
         tokens, lengths = self._encode_flat(

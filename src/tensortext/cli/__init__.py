@@ -53,14 +53,20 @@ class Terminated(KeyboardInterrupt):
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
-    """The command's parser, with the arguments of the subcommand that ``argv`` names (its
-    first word that is no option; default ``sys.argv[1:]``), or of every subcommand when
-    ``argv`` names none of them, as ``tensortext --help`` reads it."""
+    """The command's parser. With ``argv``, only the subcommand it names (its first word that
+    is no option) gets its arguments, and only that subcommand's module is imported: the
+    others are listed for ``--help`` and an unknown word is refused by name. Without ``argv``,
+    every subcommand is complete (for tests and documentation).
+
+    Raises:
+        SystemExit: status 2 with one line naming ``pip install "tensortext[torch]"``, for a
+            subcommand that needs torch where it is not installed.
+    """
     from tensortext import __version__
 
-    words = sys.argv[1:] if argv is None else list(argv)
-    chosen = next((word for word in words if not word.startswith("-")), None)
-    known = {name for name, _, _ in COMMANDS}
+    chosen = None
+    if argv is not None:
+        chosen = next((word for word in argv if not word.startswith("-")), "")
 
     parser = _Parser(
         prog="tensortext",
@@ -70,10 +76,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tensortext {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, module_name, help_text in COMMANDS:
-        if chosen in known and name != chosen:  # never parsed: only listed in --help
+        if chosen is not None and name != chosen:  # never parsed: only listed in --help
             commands.add_parser(name, help=help_text)
             continue
-        module = importlib.import_module(f"tensortext.cli.{module_name}")
+        module = _subcommand(name, module_name)
         sub = commands.add_parser(
             name,
             help=help_text,
@@ -83,6 +89,19 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         module.add_arguments(sub)
         sub.set_defaults(handler=module.run)
     return parser
+
+
+def _subcommand(name: str, module_name: str) -> Any:
+    """The module of subcommand ``name``, or exit 2 naming the extra it needs."""
+    try:
+        return importlib.import_module(f"tensortext.cli.{module_name}")
+    except ModuleNotFoundError as error:
+        if error.name != "torch":
+            raise
+        from tensortext._torch import INSTALL_HINT
+
+        _fail(2, f"tensortext: error: tensortext {name} needs PyTorch, which is not installed: "
+              f"{INSTALL_HINT}")  # fmt: skip
 
 
 def main(
@@ -103,8 +122,9 @@ def _run(argv: Sequence[str] | None, stdout: TextIO | None, stdin: TextIO | None
     from tensortext.bpe.native import native_available
     from tensortext.cli.common import CliError
 
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words)
+    args = parser.parse_args(words)
     try:
         native_available()  # a TENSORTEXT_NATIVE it does not understand: before any work
     except ValueError as error:

@@ -33,6 +33,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from tensortext._torch import INSTALL_HINT, torch_installed
 from tensortext.cli import corpus, long_documents, shard_formats, shards
 from tensortext.cli.common import (
     CliError,
@@ -158,6 +159,8 @@ def run(args: argparse.Namespace, stdout: TextIO, stdin: TextIO | None = None) -
     if to_shards:
         shards.check_folder(args.output)  # a stray file named like a shard: before any work
     device = host_or_device_from(args)
+    if args.pretokenize == "bytes" and not torch_installed():  # the tensor engine's only
+        raise CliError(f"--pretokenize bytes needs PyTorch, which is not installed: {INSTALL_HINT}")
     if to_shards:
         encoding = load_encoding(args.encoding)
         _eot_token(encoding, args)  # before any work

@@ -27,6 +27,9 @@ text (tiktoken runs its regex on the text between special tokens the same way).
 
 from __future__ import annotations
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
+
+# isort: split
 import torch
 
 from tensortext.bpe.patterns import (

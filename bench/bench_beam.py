@@ -3,10 +3,11 @@
 
 Two parts, run in one process and written to one ``beam-<device-slug>.json|png``:
 
-* ``hf``       ``tensortext.decode.hf.beam_search_hf`` against ``model.generate(num_beams=K,
-               do_sample=False)`` on the same MarianMTModel (random weights, Marian-base size and
-               a tiny one, from marian.py), same inputs, timed interleaved.  Both the speed
-               (sentences/s, words/min) and whether the outputs are identical (tokens up to EOS,
+* ``hf``       ``tensortext.decode.hf.generate(model, ...)`` against ``model.generate(...)``
+               with the same keywords (``num_beams=K, do_sample=False``...) on the same
+               MarianMTModel (random weights, Marian-base size and a tiny one, from marian.py),
+               same inputs, timed interleaved.  Both the speed (sentences/s, words/min) and
+               whether the outputs are identical (``sequences`` and ``beam_indices`` tensors,
                scores within 1e-5).  This file.
 * ``bundled``  the paper's Figures 2-3 with the bundled translator: bench_beam_paper.py.
 
@@ -40,7 +41,6 @@ from marian import (
     QUICK_BASE,
     SOURCE_LENS,
     build_marian,
-    hf_greedy_scores,
     hf_hypotheses,
     make_sources,
 )
@@ -89,28 +89,53 @@ def compare(hf_hyps: list[list[int]], hf_scores: list[float], our_hyps: list[lis
     return res
 
 
-def parity(size: Any, hf_call: Callable[..., Any], ours_call: Callable[[], Any],
+def greedy_scores(result: Any, hyps: list[list[int]]) -> list[float]:
+    """Greedy search returns no sequence scores: the mean log-softmax of the processed scores
+    (``output_scores``) at the chosen tokens, computed the same way for HF and for ours."""
+    steps = torch.stack([s.float() for s in result.scores], 1).log_softmax(-1)  # [B, T, V]
+    out = []
+    for b, row in enumerate(hyps):
+        tok = torch.tensor(row, device=steps.device)
+        lp = steps[b, torch.arange(len(row), device=steps.device), tok]
+        out.append(float(lp.sum()) / len(row) if row else float("nan"))
+    return out
+
+
+def hypotheses_and_scores(
+    result: Any, size: Any, beams: int
+) -> tuple[list[list[int]], list[float]]:
+    """``generate``'s dict output (HF's or ours) -> best hypotheses up to EOS, and their scores."""
+    hyps = hf_hypotheses(result.sequences, size.eos_id, size.pad_id)
+    if beams > 1:
+        return hyps, [float(s) for s in result.sequences_scores.tolist()]
+    return hyps, greedy_scores(result, hyps)
+
+
+def parity(size: Any, hf_call: Callable[..., Any], ours_call: Callable[..., Any],
            beams: int) -> dict[str, Any]:  # fmt: skip
     """One untimed call each (also the first warm-up call); the row's parity fields.
 
-    HF returns sequence scores only with ``output_scores=True`` (it then keeps every step's
-    ``[B*K, V]`` log-probs), so that call is never timed.
+    Both with ``return_dict_in_generate=True, output_scores=True`` (which keeps every step's
+    ``[B*K, V]`` scores, so that call is never timed): the ``sequences`` tensors and (K > 1)
+    ``beam_indices`` must be identical, the scores close.
     """
-    scores = "output_scores" if beams > 1 else "output_logits"
-    hf_result = hf_call(return_dict_in_generate=True, **{scores: True})
-    hf_hyps = hf_hypotheses(hf_result.sequences, size.eos_id, size.pad_id)
-    if beams > 1:
-        hf_scores = [float(s) for s in hf_result.sequences_scores.tolist()]
-    else:
-        hf_scores = hf_greedy_scores(hf_result, hf_hyps)
+    dict_scores = {"return_dict_in_generate": True, "output_scores": True}
+    hf_result = hf_call(**dict_scores)
+    hf_hyps, hf_scores = hypotheses_and_scores(hf_result, size, beams)
+    hf_sequences, hf_beam_indices = hf_result.sequences, getattr(hf_result, "beam_indices", None)
     del hf_result
-    out = ours_call()
-    best = out.sequences[:, 0].tolist()  # tokens up to and including EOS
-    our_hyps = [row[:n] for row, n in zip(best, out.lengths[:, 0].tolist(), strict=True)]
-    fields = {"parity": compare(hf_hyps, hf_scores, our_hyps, out.scores[:, 0].tolist())}
-    fields["parity"]["hf_scores_from"] = (
-        "sequences_scores" if beams > 1 else "log_softmax(raw logits) of the greedy tokens / len"
+    ours = ours_call(**dict_scores)
+    our_hyps, our_scores = hypotheses_and_scores(ours, size, beams)
+    fields = {"parity": compare(hf_hyps, hf_scores, our_hyps, our_scores)}
+    fields["parity"]["sequences_identical"] = torch.equal(hf_sequences, ours.sequences)
+    if hf_beam_indices is not None:
+        fields["parity"]["beam_indices_identical"] = torch.equal(hf_beam_indices, ours.beam_indices)
+    checks = ("sequences_identical", "beam_indices_identical")
+    fields["parity"]["identical"] &= all(fields["parity"].get(c, True) for c in checks)
+    fields["parity"]["scores_from"] = (
+        "sequences_scores" if beams > 1 else "log_softmax(scores) of the greedy tokens / len"
     )
+    del ours
     fields["mean_output_tokens"] = sum(len(h) for h in hf_hyps) / len(hf_hyps)
     fields["outputs_without_eos"] = sum(not h or h[-1] != size.eos_id for h in hf_hyps)  # HF's
     fields["words"] = {"hf": words(hf_hyps, size.eos_id), "ours": words(our_hyps, size.eos_id)}
@@ -119,7 +144,7 @@ def parity(size: Any, hf_call: Callable[..., Any], ours_call: Callable[[], Any],
 
 def run_hf_point(model: Any, size: Any, ids: Tensor, mask: Tensor, batch: int, beams: int,
                  args: argparse.Namespace, dev: torch.device) -> dict[str, Any]:  # fmt: skip
-    from tensortext.decode.hf import beam_search_hf
+    from tensortext.decode.hf import generate
 
     input_ids, attention_mask = ids[:batch].to(dev), mask[:batch].to(dev)
     width = int(attention_mask.sum(1).max())
@@ -132,11 +157,9 @@ def run_hf_point(model: Any, size: Any, ids: Tensor, mask: Tensor, batch: int, b
         with torch.inference_mode():
             return model.generate(input_ids, attention_mask=attention_mask, **kw, **extra)
 
-    def ours_call() -> Any:
-        with torch.inference_mode():  # HF's defaults, spelled out as for model.generate
-            return beam_search_hf(model, input_ids, attention_mask, num_beams=beams,
-                                  max_new_tokens=MAX_NEW_TOKENS, length_penalty=1.0,
-                                  early_stopping=False)  # fmt: skip
+    def ours_call(**extra: Any) -> Any:  # the drop-in: the same call, the same keywords
+        with torch.inference_mode():
+            return generate(model, input_ids, attention_mask, **kw, **extra)
 
     row: dict[str, Any] = {"model": size.key, "batch": batch, "beams": beams, "status": "ok"}
     common.synchronize(dev)
@@ -416,7 +439,8 @@ def run_config(args: argparse.Namespace) -> dict[str, Any]:
         "hf_settings": "model.generate(input_ids, attention_mask=..., num_beams=K, do_sample="
         f"False, max_new_tokens={MAX_NEW_TOKENS}, length_penalty=1.0, early_stopping=False) "
         "(greedy for K=1: no beam-only flags); generation_config: forced_eos_token_id=0, "
-        "bad_words_ids=[[pad]]; ours: tensortext.decode.hf.beam_search_hf with the same values",
+        "bad_words_ids=[[pad]]; ours: tensortext.decode.hf.generate(model, input_ids, "
+        "attention_mask, **the same keywords) (greedy for K=1, as generate)",
         "inputs": f"random source tokens (1..vocab-2), lengths uniform {SOURCE_LENS[0]}.."
         f"{SOURCE_LENS[1]}, right-padded; the batches of a model are prefixes of one seeded pool",
         "output_lengths": "model-driven: the EOS logit is calibrated to overtake the other tokens "
@@ -429,9 +453,11 @@ def run_config(args: argparse.Namespace) -> dict[str, Any]:
         "took < rewarm_below_s; corpus points: one translate() call over the whole test set per "
         "timed call, after a global warm-up",
         "rewarm_below_s": REWARM_BELOW_S,
-        "parity": "tokens of the best hypothesis up to and including EOS must be equal; scores "
-        "(sum of log-probs / length) within score_tolerance where tokens are equal; HF scores "
-        "are sequences_scores (output_scores=True) for K > 1",
+        "parity": "one untimed call each with return_dict_in_generate=True, output_scores=True: "
+        "sequences (and beam_indices for K > 1) identical tensors; per sentence, tokens of the "
+        "best hypothesis up to and including EOS equal and scores within score_tolerance; "
+        "scores are sequences_scores for K > 1, for K = 1 the mean log-softmax of the processed "
+        "scores at the chosen tokens (both sides alike)",
     }  # fmt: skip
 
 

@@ -723,7 +723,8 @@ def test_bad_input_names_the_argument(name, case):
 
 
 def assert_same_generate_output(ours: Any, theirs: Any, context: str) -> None:
-    """Identical sequences; ``sequences_scores`` and every step's ``scores`` close."""
+    """Identical sequences and ``beam_indices``; ``sequences_scores`` and every step's
+    ``scores`` close."""
     if isinstance(theirs, Tensor):
         assert isinstance(ours, Tensor), f"{context}: got {type(ours).__name__}"
         assert torch.equal(ours, theirs), f"{context}\nours {ours.tolist()}\nHF   {theirs.tolist()}"
@@ -732,9 +733,11 @@ def assert_same_generate_output(ours: Any, theirs: Any, context: str) -> None:
     assert torch.equal(ours.sequences, theirs.sequences), (
         f"{context}\nours {ours.sequences.tolist()}\nHF   {theirs.sequences.tolist()}"
     )
-    for field in ("sequences_scores", "scores"):
+    for field in ("sequences_scores", "scores", "beam_indices"):
         mine, expected = getattr(ours, field, None), getattr(theirs, field, None)
         assert (mine is None) == (expected is None), f"{context}: {field} {mine} vs {expected}"
+    if getattr(theirs, "beam_indices", None) is not None:
+        assert_same_rows(ours.beam_indices, theirs.beam_indices, f"{context}\nbeam_indices")
     if theirs.scores is not None:
         assert len(ours.scores) == len(theirs.scores), f"{context}: steps"
         for step, (mine, expected) in enumerate(zip(ours.scores, theirs.scores, strict=True)):
@@ -747,6 +750,19 @@ def assert_same_generate_output(ours: Any, theirs: Any, context: str) -> None:
             ours.sequences_scores, theirs.sequences_scores, atol=SCORE_ATOL, rtol=SCORE_RTOL,
             msg=lambda m: f"{context}\nsequences_scores: {m}",
         )  # fmt: skip
+
+
+def assert_same_rows(ours: Tensor, theirs: Tensor, context: str) -> None:
+    """Equal dtype, shape and values; on failure, the first differing row."""
+    assert ours.dtype == theirs.dtype, f"{context}: dtype {ours.dtype} vs {theirs.dtype}"
+    assert ours.shape == theirs.shape, (
+        f"{context}: shape {list(ours.shape)} vs {list(theirs.shape)}"
+    )
+    if not torch.equal(ours, theirs):
+        row = int((ours != theirs).any(dim=-1).nonzero()[0, 0])
+        pytest.fail(
+            f"{context}: row {row}\n  ours {ours[row].tolist()}\n  HF   {theirs[row].tolist()}"
+        )
 
 
 def check_drop_in(name: str, *, batch_size: int = 4, seed: int = 37, **kwargs: Any) -> Any:

@@ -10,6 +10,7 @@ LMBR scores for the search live in :mod:`tensortext.lmbr`; the bundled model in
 :mod:`tensortext.models.bundled`.
 """
 
+import tensortext._torch_required  # noqa: F401 (without torch: an ImportError naming the extra)
 from tensortext.decode.beam import beam_search
 from tensortext.decode.decoder import Decoder, reorder_state
 from tensortext.decode.output import BeamOutput

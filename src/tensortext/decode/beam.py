@@ -227,6 +227,8 @@ def _search(
     fallbacks = None if spec.refill else (spec.new_pool(), spec.new_pool())
     done = torch.zeros(spec.B, dtype=torch.bool, device=spec.device)
     capacity = spec.initial_capacity
+    # Whether some beam is dead (-inf): beams 1..K-1 at the start, later as the stop check says.
+    any_dead = spec.K > 1
     for step in range(spec.max_new_tokens):
         if step == capacity:  # the rows are full; the step count decides, so no host sync
             extra = spec.grown_capacity(capacity) - capacity
@@ -240,19 +242,24 @@ def _search(
         log_probs = _processed_log_probs(
             log_probs, tokens, step, spec, logits_processor, score_bias
         )
-        invalid = invalid_rows(log_probs, beams.scores) if spec.validate else None
-        candidates = _top_candidates(log_probs, beams, spec, step, last_step)
+        candidates = _top_candidates(log_probs, beams, spec, step, last_step, any_dead)
+        invalid = _invalid_sentences(candidates) if spec.validate else None
         _update_finished(pool, candidates, spec, step, done)
         if fallbacks is not None:
             _track_mask_mode_fallbacks(fallbacks, candidates, beams, spec, step, last_step, done)
         if last_step:
             if invalid is not None and bool(invalid.any()):  # host sync: validation only
-                raise_invalid_log_probs(invalid, step, spec.K)
+                raise_invalid_log_probs(invalid_rows(log_probs, beams.scores), step, spec.K)
             break
+        running_scores = beams.scores
         beams, parent = _next_beams(candidates, spec)
         state = reorder(state, (parent + spec.sentence_offsets).view(spec.B * spec.K))
-        done |= _sentence_done(beams.scores, pool, spec, step + 1)
-        if _stop(done, invalid, step, spec):  # the one host sync per step
+        live = _finite(beams.scores)
+        done |= _sentence_done(beams.scores, live, pool, spec, step + 1)
+        all_done, any_invalid, any_dead = _stop(done, invalid, live)  # the one host sync
+        if any_invalid:
+            raise_invalid_log_probs(invalid_rows(log_probs, running_scores), step, spec.K)
+        if all_done:
             break
     if fallbacks is not None:
         pool = pool.backfilled(fallbacks[0]).backfilled(fallbacks[1])
@@ -286,31 +293,54 @@ def _processed_log_probs(
     return log_probs
 
 
-def _stop(done: Tensor, invalid: Tensor | None, step: int, spec: SearchSpec) -> bool:
-    """Whether every sentence is done: the host sync of a step. With ``validate`` the same copy
-    brings whether a live row had NaN or ``+inf`` log-probs; then this raises."""
-    if invalid is None:
-        return bool(done.all())
-    all_done, any_invalid = torch.stack([done.all(), invalid.any()]).tolist()
-    if any_invalid:
-        raise_invalid_log_probs(invalid, step, spec.K)
-    return bool(all_done)
+def _stop(done: Tensor, invalid: Tensor | None, live: Tensor) -> tuple[bool, bool, bool]:
+    """The host sync of a step, one copy for all three: whether every sentence is done, whether
+    (with ``validate``) a live row had NaN or ``+inf`` log-probs, and whether a beam of ``live
+    [B, K]`` is dead (the next step must then mask its row)."""
+    flags = [done.all(), ~live.all()]
+    if invalid is not None:
+        flags.append(invalid.any())
+    values = torch.stack(flags).tolist()
+    return bool(values[0]), invalid is not None and bool(values[2]), bool(values[1])
+
+
+def _finite(scores: Tensor) -> Tensor:
+    """``torch.isfinite`` in two kernels instead of four (it runs several times a step)."""
+    return scores.abs() < math.inf
+
+
+def _invalid_sentences(cand: Candidates) -> Tensor:
+    """``[B]`` bool: a live row of the sentence had NaN or ``+inf`` log-probs this step.
+
+    ``topk`` ranks NaN above ``+inf`` above every number, and dead rows are ``-inf`` in
+    ``all_scores``, so the best candidate of a sentence is NaN or ``+inf`` exactly then: the
+    check reads ``[B]`` values instead of passing over ``[B*K, V]`` log-probs. The row is found
+    (by :func:`invalid_rows`) only to name it in the error.
+    """
+    best = cand.scores[:, 0]
+    return ~(best < math.inf)
 
 
 def _top_candidates(
-    log_probs: Tensor, beams: Beams, spec: SearchSpec, step: int, last_step: bool
+    log_probs: Tensor, beams: Beams, spec: SearchSpec, step: int, last_step: bool, any_dead: bool
 ) -> Candidates:
-    """The ``C`` best continuations of every sentence, with their token rows."""
+    """The ``C`` best continuations of every sentence, with their token rows.
+
+    ``any_dead``: some beam may be dead (``-inf``); ``False`` only when none is.
+    """
     B, K = spec.B, spec.K
     V = log_probs.shape[1]
     step_log_probs = log_probs.reshape(B, K * V)
-    # Dead beams stay -inf whatever the model says (NaN + -inf is NaN, which topk ranks first).
-    dead = ~torch.isfinite(beams.scores)[:, :, None]
     all_scores = step_log_probs.view(B, K, V) + beams.scores[:, :, None]
-    all_scores = all_scores.masked_fill(dead, -math.inf).view(B, K * V)
+    if any_dead:
+        # Dead beams stay -inf whatever the model says (NaN + -inf is NaN, which topk ranks
+        # first). A pass over [B, K, V], so skipped when no beam is dead (most steps of refill).
+        dead = ~_finite(beams.scores)[:, :, None]
+        all_scores.masked_fill_(dead, -math.inf)
+    all_scores = all_scores.view(B, K * V)
     if spec.log_prune is not None:
         best = all_scores.max(dim=1, keepdim=True).values
-        all_scores = all_scores.masked_fill(all_scores < best + spec.log_prune, -math.inf)
+        all_scores.masked_fill_(all_scores < best + spec.log_prune, -math.inf)
     scores, flat = all_scores.topk(spec.num_candidates, dim=1)  # [B, C], best first
     is_eos = torch.isin(flat % V, spec.eos)
     ends = is_eos | last_step
@@ -339,7 +369,7 @@ def _update_finished(
     sentence is done.
     """
     K = spec.K
-    top_ends = cand.finishes[:, :K] & torch.isfinite(cand.scores[:, :K]) & ~done[:, None]
+    top_ends = cand.finishes[:, :K] & _finite(cand.scores[:, :K]) & ~done[:, None]
     if spec.early_stopping is True:
         top_ends &= ~pool.full()[:, None]
     normalized = cand.scores[:, :K] / spec.normalizer(step + 1)
@@ -401,10 +431,11 @@ def _track_mask_mode_fallbacks(
 
 
 def _sentence_done(
-    running_scores: Tensor, pool: HypothesisPool, spec: SearchSpec, generated: int
+    running_scores: Tensor, live: Tensor, pool: HypothesisPool, spec: SearchSpec, generated: int
 ) -> Tensor:
-    """``[B]`` bool: nothing can change a sentence's finished pool any more."""
-    no_live_beam = ~torch.isfinite(running_scores).any(dim=1)
+    """``[B]`` bool: nothing can change a sentence's finished pool any more (``live [B, K]``:
+    the beams with a finite score)."""
+    no_live_beam = ~live.any(dim=1)
     full = pool.full()
     if spec.early_stopping is True:
         return full | no_live_beam

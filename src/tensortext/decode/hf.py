@@ -11,7 +11,8 @@ Both are thin wrappers over :class:`~tensortext.decode.hf_decoder.HFDecoder` (th
   ``no_repeat_ngram_size``, ``repetition_penalty``, ``bad_words_ids``, ``logits_processor=``...)
   and returns what it returns: ``sequences [B*R, P + T]`` (decoder start token or prompt first,
   padded as HF pads), or with ``return_dict_in_generate=True`` HF's own output class with
-  ``sequences``, ``sequences_scores`` and ``scores`` (when ``output_scores=True``).
+  ``sequences``, ``beam_indices``, and ``sequences_scores`` and ``scores`` (when
+  ``output_scores=True``).
   ``num_beams=1`` is greedy search, as in ``generate``.
 * ``beam_search_hf(model, input_ids, ..., num_beams=K, max_new_tokens=...)`` adds what
   ``generate`` cannot express: ``score_bias`` (e.g. LMBR), ``finished="mask"``,
@@ -23,6 +24,7 @@ Both are thin wrappers over :class:`~tensortext.decode.hf_decoder.HFDecoder` (th
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -63,8 +65,9 @@ def generate(
     Returns:
         ``[B*R, P + T]`` int64 sequences, or with ``return_dict_in_generate=True`` a
         ``GenerateBeamEncoderDecoderOutput`` / ``GenerateBeamDecoderOnlyOutput`` (greedy:
-        ``GenerateEncoderDecoderOutput`` / ``GenerateDecoderOnlyOutput``); ``beam_indices`` is
-        not filled.
+        ``GenerateEncoderDecoderOutput`` / ``GenerateDecoderOnlyOutput``). Its ``beam_indices``
+        ``[B*R, T]`` int32 hold, as HF's, the row of the ``B*K`` beams that produced each
+        generated token (``b*K`` for the first), -1 after the hypothesis.
 
     Raises:
         TypeError: a keyword that is no ``GenerationConfig`` field, or ``input_ids`` of a wrong
@@ -92,16 +95,18 @@ def generate(
     if num_beams == 1:
         sequences, scores = greedy_search(decoder, start_ids, state, record_scores=record)
         return _greedy_output(decoder, sequences, scores)
-    recorder = _ScoreRecorder() if record else None
+    trace = None
+    if config.return_dict_in_generate:
+        trace = _SearchTrace(start_ids.shape[1], record_scores=record)
     # generate pads beam output with pad_token_id, or the first EOS where that is unset or 0.
     pad_id = decoder.pad_token_id or decoder.eos_ids[0]
-    out = _search(decoder, start_ids, state, settings, logits_processor=recorder, pad_id=pad_id)
+    out = _search(decoder, start_ids, state, settings, trace=trace, pad_id=pad_id)
     sequences = torch.cat(
         (start_ids.repeat_interleave(R, 0), out.sequences.flatten(0, 1)), dim=1
     )  # [B*R, P + T]
-    if not config.return_dict_in_generate:
+    if trace is None:
         return sequences
-    return _beam_output(decoder, sequences, out, recorder)
+    return _beam_output(decoder, sequences, out, trace)
 
 
 def beam_search_hf(
@@ -270,12 +275,14 @@ def _search(
     settings: BeamSettings,
     *,
     score_bias: ScoreBias | None = None,
-    logits_processor: Any | None = None,
+    trace: _SearchTrace | None = None,
     output_token_scores: bool = False,
     pad_id: int,
 ) -> BeamOutput:
     """:func:`~tensortext.decode.beam.search` with the decoder; the processors
-    (``min_new_tokens`` included) run inside :meth:`HFDecoder.step`, in ``generate``'s order."""
+    (``min_new_tokens`` included) run inside :meth:`HFDecoder.step`, in ``generate``'s order.
+    A ``trace`` sees every step's processed scores and every reorder."""
+    reorder = decoder.reorder if trace is None else trace.reorder(decoder.reorder)
     with torch.inference_mode():
         return search(
             decoder.step,
@@ -285,38 +292,98 @@ def _search(
             eos_id=decoder.eos_ids,
             start_ids=start_ids,
             score_bias=score_bias,
-            logits_processor=logits_processor,
-            reorder=decoder.reorder,
+            logits_processor=trace,
+            reorder=reorder,
             pad_id=pad_id,
             vocab_size=decoder.vocab_size,
             output_token_scores=output_token_scores,
         )
 
 
-class _ScoreRecorder:
-    """Identity logits processor that keeps every step's processed ``[B*K, V]`` scores."""
+class _SearchTrace:
+    """What ``generate``'s output holds beyond the hypotheses, recorded during the search.
 
-    def __init__(self) -> None:
-        self.scores: list[Tensor] = []
+    An identity logits processor (it sees each step's token rows and processed scores) and a
+    wrapper of the reorder (it sees each step's ``beam_idx``). Per step it keeps ``[B*K]``
+    tensors only, and the ``[B*K, V]`` scores when ``output_scores`` asks for them.
+    """
+
+    def __init__(self, prompt_len: int, *, record_scores: bool) -> None:
+        self.prompt_len = prompt_len
+        self.scores: list[Tensor] | None = [] if record_scores else None
+        # parents[s][j]: the row (of B*K) that row j continued at step s; newest[s][j]: the
+        # token it added then.
+        self.parents: list[Tensor] = []
+        self.newest: list[Tensor] = []
 
     def __call__(self, tokens: Tensor, log_probs: Tensor) -> Tensor:
-        self.scores.append(log_probs)
+        if tokens.shape[1] > self.prompt_len:
+            self.newest.append(tokens[:, -1].clone())
+        if self.scores is not None:
+            self.scores.append(log_probs)
         return log_probs
+
+    def reorder(self, reorder: Callable[[Any, Tensor], Any]) -> Callable[[Any, Tensor], Any]:
+        """``reorder`` that first records its ``beam_idx [B*K]``."""
+
+        def recorded(state: Any, beam_idx: Tensor) -> Any:
+            self.parents.append(beam_idx)
+            return reorder(state, beam_idx)
+
+        return recorded
+
+    def beam_indices(self, sequences: Tensor, lengths: Tensor, num_beams: int) -> Tensor:
+        """HF's ``beam_indices`` ``[B*R, T]`` int32 of the returned hypotheses.
+
+        Entry ``t`` is the row of the ``B*K`` beams whose scores gave token ``t``, -1 from
+        ``lengths`` on. A hypothesis starts from row ``b*K`` (only beam 0 is alive at first);
+        each next row is the one that continued it: its parent is the current row and its newest
+        token the hypothesis's. Those two identify it, as the candidates of a step are distinct
+        ``(parent, token)`` pairs.
+
+        Args:
+            sequences: ``[B, R, T]`` generated tokens.
+            lengths: ``[B, R]``.
+            num_beams: ``K``.
+        """
+        B, R, T = sequences.shape
+        K, device = num_beams, sequences.device
+        sentence_rows = torch.arange(B * K, device=device).view(B, K).repeat_interleave(R, 0)
+        tokens, lengths = sequences.reshape(B * R, T), lengths.reshape(B * R, 1)
+        row = sentence_rows[:, 0]  # [B*R]
+        rows = []
+        for t in range(T):
+            rows.append(row)
+            if t + 1 < T:
+                continues = (self.parents[t][sentence_rows] == row[:, None]) & (
+                    self.newest[t][sentence_rows] == tokens[:, t : t + 1]
+                )  # [B*R, K]: one True while the hypothesis goes on
+                row = sentence_rows.gather(1, continues.int().argmax(1, keepdim=True))[:, 0]
+        indices = torch.stack(rows, dim=1) if rows else tokens.new_zeros((B * R, 0))
+        beyond = torch.arange(T, device=device) >= lengths
+        return indices.masked_fill(beyond, -1).to(torch.int32)
 
 
 def _beam_output(
-    decoder: HFDecoder, sequences: Tensor, out: BeamOutput, recorder: _ScoreRecorder | None
+    decoder: HFDecoder, sequences: Tensor, out: BeamOutput, trace: _SearchTrace
 ) -> Any:
     """HF's own beam-search output class; ``sequences_scores`` only with ``output_scores``."""
     outputs = hf_module("transformers.generation.utils")
-    scores = None if recorder is None else tuple(recorder.scores)
-    sequences_scores = None if recorder is None else out.scores.flatten()
-    if decoder.is_encoder_decoder:
-        return outputs.GenerateBeamEncoderDecoderOutput(
-            sequences=sequences, sequences_scores=sequences_scores, scores=scores
-        )
-    return outputs.GenerateBeamDecoderOnlyOutput(
-        sequences=sequences, sequences_scores=sequences_scores, scores=scores
+    scores = None if trace.scores is None else tuple(trace.scores)
+    sequences_scores = None if trace.scores is None else out.scores.flatten()
+    beam_indices = trace.beam_indices(
+        out.sequences, out.lengths, int(decoder.generation_config.num_beams)
+    )
+    output_class = (
+        outputs.GenerateBeamEncoderDecoderOutput
+        if decoder.is_encoder_decoder
+        else outputs.GenerateBeamDecoderOnlyOutput
+    )
+    return output_class(
+        sequences=sequences,
+        sequences_scores=sequences_scores,
+        scores=scores,
+        beam_indices=beam_indices,
     )
 
 

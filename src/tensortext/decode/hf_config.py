@@ -10,7 +10,8 @@ Three jobs, each mirroring ``transformers`` (``GenerationMixin.generate``) with 
   ``min_new_tokens`` resolved against the decoder prompt length, as HF does.
 * :func:`build_logits_processors`: HF's own logits processor classes, in the order
   ``generate`` builds them, followed by the caller's processors (a caller's processor of a type
-  already in the list replaces it, as in ``generate``).
+  already in the list replaces it, as in ``generate``); :func:`chain_processors` applies them
+  as ``LogitsProcessorList`` does, with its per-call signature inspection done once.
 
 ``transformers`` is imported lazily, so importing this module does not need it.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +34,7 @@ __all__ = [
     "GenerationLengths",
     "as_id_list",
     "build_logits_processors",
+    "chain_processors",
     "generation_lengths",
     "hf_module",
     "resolve_generation_config",
@@ -261,6 +264,47 @@ def build_logits_processors(
     if config.renormalize_logits is True:  # always last, as in generate
         processors.append(lp.LogitNormalization())
     return processors
+
+
+def chain_processors(processors: Sequence[Any]) -> Callable[[Tensor, Tensor], Tensor]:
+    """``LogitsProcessorList.__call__(input_ids, scores)`` with its checks done once, up front.
+
+    ``LogitsProcessorList`` inspects every processor's signature on every call, which costs as
+    much as a few small tensor ops and does not change during a search. As there, a processor
+    whose ``__call__`` takes more than ``(input_ids, scores)`` needs keyword arguments that beam
+    search does not pass, so it is refused, here before the first step.
+
+    Args:
+        processors: ``(input_ids [N, t], scores [N, V]) -> scores`` callables, applied in order.
+
+    Returns:
+        ``apply(input_ids, scores) -> scores``.
+
+    Raises:
+        ValueError: a processor that needs more arguments.
+
+    Example:
+        >>> import torch
+        >>> apply = chain_processors([lambda ids, s: s + 1, lambda ids, s: s * 2])
+        >>> apply(torch.zeros(1, 1, dtype=torch.int64), torch.zeros(1, 2)).tolist()
+        [[2.0, 2.0]]
+    """
+    chain = tuple(processors)
+    for processor in chain:
+        parameters = list(inspect.signature(processor.__call__).parameters)
+        if len(parameters) > 2:
+            raise ValueError(
+                f"the logits processor {type(processor).__name__} needs the arguments "
+                f"{parameters}, but beam search passes only (input_ids, scores); wrap it in a "
+                "function of those two"
+            )
+
+    def apply(input_ids: Tensor, scores: Tensor) -> Tensor:
+        for processor in chain:
+            scores = processor(input_ids, scores)
+        return scores
+
+    return apply
 
 
 def _append_length_processors(

@@ -10,6 +10,10 @@ any number of searches. Differences from ``model.generate`` in the work, not in 
   ``B`` rows; the cache is then repeated for the ``K`` beams (``batch_repeat_interleave``);
 * the cross-attention cache is never reordered: every beam of a sentence holds the same one.
 
+The KV cache is what ``generate`` makes: a ``DynamicCache`` (inside an ``EncoderDecoderCache`` for
+encoder-decoder models), passed by the keyword the model's ``forward`` takes (``cache``, or
+``past_key_values`` before ``transformers`` renamed it), so no deprecation warning is raised.
+
 The ``generation_config`` logits processors (forced BOS/EOS, minimum length, bad words,
 repetition penalty, suppressed tokens...) are ``transformers``' own classes, applied inside
 :meth:`~HFDecoder.step` after the log-softmax, in ``generate``'s order
@@ -40,7 +44,9 @@ from tensortext.decode.hf_config import (
     GenerationLengths,
     as_id_list,
     build_logits_processors,
+    chain_processors,
     generation_lengths,
+    hf_module,
     resolve_generation_config,
 )
 
@@ -57,7 +63,8 @@ class HFState:
     Attributes:
         num_beams: ``K``.
         lengths: The search's prompt length, ``max_length`` and ``min_length`` (HF's counting).
-        processors: The ``transformers.LogitsProcessorList`` applied to every step's scores.
+        processors: ``apply(tokens, scores) -> scores``: ``transformers``' logits processors
+            (:func:`~tensortext.decode.hf_config.build_logits_processors`), chained.
         cache: The model's KV cache (``None`` before the first step); updated in place by the
             model and by :meth:`HFDecoder.reorder`.
         encoder_outputs: Encoder-decoder models: the encoder's output, ``[N, S, H]`` then
@@ -71,7 +78,7 @@ class HFState:
 
     num_beams: int
     lengths: GenerationLengths
-    processors: Any
+    processors: Callable[[Tensor, Tensor], Tensor]
     cache: Any = None
     encoder_outputs: Any = None
     attention_mask: Tensor | None = None
@@ -136,7 +143,10 @@ class HFDecoder:
         self._has_default_max_length = has_default_max_length
         self._custom_processors = list(logits_processor or [])
         self._vocab_size = _output_vocab_size(model)
-        self._takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+        forward_parameters = inspect.signature(model.forward).parameters
+        self._takes_positions = "position_ids" in forward_parameters
+        # transformers renamed past_key_values to cache (the old name warns, then goes away).
+        self._cache_keyword = "cache" if "cache" in forward_parameters else "past_key_values"
 
     @property
     def eos_id(self) -> list[int]:
@@ -239,21 +249,24 @@ class HFDecoder:
 
     def _processors(
         self, input_ids: Tensor, lengths: GenerationLengths, padding: Tensor | None
-    ) -> Any:
-        return build_logits_processors(
-            self.generation_config,
-            lengths=lengths,
-            eos_ids=self.eos_ids,
-            encoder_input_ids=input_ids,
-            prompt_padding=padding,
-            custom=self._custom_processors,
-            device=self.device,
+    ) -> Callable[[Tensor, Tensor], Tensor]:
+        return chain_processors(
+            build_logits_processors(
+                self.generation_config,
+                lengths=lengths,
+                eos_ids=self.eos_ids,
+                encoder_input_ids=input_ids,
+                prompt_padding=padding,
+                custom=self._custom_processors,
+                device=self.device,
+            )
         )
 
     def _encode(
         self, input_ids: Tensor, mask: Tensor, num_beams: int, lengths: GenerationLengths
     ) -> HFState:
         """Encoder-decoder: the encoder runs here, once per sentence."""
+        processors = self._processors(input_ids, lengths, None)  # checked before the encoder
         with torch.inference_mode():
             encoder_outputs = self.model.get_encoder()(
                 input_ids=input_ids, attention_mask=mask, return_dict=True
@@ -261,7 +274,7 @@ class HFDecoder:
         return HFState(
             num_beams=num_beams,
             lengths=lengths,
-            processors=self._processors(input_ids, lengths, None),
+            processors=processors,
             encoder_outputs=encoder_outputs,
             attention_mask=mask,
         )
@@ -300,19 +313,23 @@ class HFDecoder:
     def _seq2seq_step(self, tokens: Tensor, state: HFState) -> tuple[Tensor, HFState]:
         K = state.num_beams
         first = state.cache is None
+        cache = self._new_cache() if first else state.cache
         out = self.model(
             encoder_outputs=state.encoder_outputs,
             attention_mask=state.attention_mask,
             # All K beams of a sentence are the same before the first token: run N rows.
             decoder_input_ids=tokens[::K] if first else tokens[:, -1:],
-            past_key_values=state.cache,
             use_cache=True,
             return_dict=True,
+            **{self._cache_keyword: cache},
         )
         logits = out.logits[:, -1, :].float()
+        cache = getattr(out, self._cache_keyword)
         if not first:
-            return logits, dataclasses.replace(state, cache=out.past_key_values)
-        cache = out.past_key_values
+            # The model updates the cache in place, so the state is usually unchanged.
+            if cache is not state.cache:
+                state = dataclasses.replace(state, cache=cache)
+            return logits, state
         cache.batch_repeat_interleave(K)  # self- and cross-attention, for the K beams
         hidden = state.encoder_outputs.last_hidden_state.repeat_interleave(K, 0)
         mask = state.attention_mask
@@ -326,6 +343,7 @@ class HFDecoder:
     def _causal_step(self, tokens: Tensor, state: HFState) -> tuple[Tensor, HFState]:
         K = state.num_beams
         first = state.cache is None
+        cache = self._new_cache() if first else state.cache
         mask, positions = state.attention_mask, state.position_ids
         if not first:
             if positions is not None:
@@ -336,12 +354,12 @@ class HFDecoder:
             input_ids=tokens[::K] if first else tokens[:, -1:],
             attention_mask=mask,
             position_ids=positions,
-            past_key_values=state.cache,
             use_cache=True,
             return_dict=True,
+            **{self._cache_keyword: cache},
         )
         logits = out.logits[:, -1, :].float()
-        cache = out.past_key_values
+        cache = getattr(out, self._cache_keyword)
         if first:
             # The prompt was prefilled on N rows; repeat everything for the K beams.
             cache.batch_repeat_interleave(K)
@@ -352,6 +370,24 @@ class HFDecoder:
             state, cache=cache, attention_mask=mask, position_ids=positions
         )
         return logits, new_state
+
+    def _new_cache(self) -> Any:
+        """An empty KV cache, as ``generate`` makes it: ``DynamicCache`` (given the decoder's
+        config where it takes one, for sliding-window layers), and for encoder-decoder models an
+        ``EncoderDecoderCache`` of two (self- and cross-attention). ``None`` for the few models
+        ``generate`` leaves to build their own cache."""
+        supports_dynamic = getattr(self.model, "_supports_default_dynamic_cache", None)
+        if callable(supports_dynamic) and not supports_dynamic():
+            return None
+        cache_utils = hf_module("transformers.cache_utils")
+        dynamic = cache_utils.DynamicCache
+        kwargs: dict[str, Any] = {}
+        get_text_config = getattr(self.model.config, "get_text_config", None)
+        if "config" in inspect.signature(dynamic).parameters and callable(get_text_config):
+            kwargs["config"] = get_text_config(decoder=True)
+        if not self.is_encoder_decoder:
+            return dynamic(**kwargs)
+        return cache_utils.EncoderDecoderCache(dynamic(**kwargs), dynamic(**kwargs))
 
     def reorder(self, state: HFState, beam_idx: Tensor) -> HFState:
         """Rows of the self-attention cache follow ``beam_idx [N*K]`` (in place).

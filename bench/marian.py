@@ -3,8 +3,8 @@
 Random weights give a nearly flat next-token distribution, so EOS is never chosen; a constant
 ``final_logits_bias[eos]`` ends either every hypothesis after one token or none.
 :func:`build_marian` makes the output lengths model-driven instead (see its docstring and
-bench/README.md, "The random Marians").  :func:`hf_hypotheses` and :func:`hf_greedy_scores`
-read what ``model.generate`` returns for them.
+bench/README.md, "The random Marians").  :func:`hf_hypotheses`
+reads what ``model.generate`` returns for them.
 """
 
 from __future__ import annotations
@@ -153,18 +153,3 @@ def hf_hypotheses(sequences: Tensor, eos_id: int, pad_id: int) -> list[list[int]
                 row.pop()
         rows.append(row)
     return rows
-
-
-def hf_greedy_scores(result: Any, hyps: list[list[int]]) -> list[float]:
-    """Greedy search returns no sequence scores: mean log-softmax of the raw logits, per sentence.
-
-    That is our ``num_beams=1`` score (length penalty 1) except where a processor changed the
-    chosen token's log-prob (a forced EOS at the length limit).
-    """
-    steps = torch.stack([lg.float() for lg in result.logits], 1).log_softmax(-1)  # [B, T, V]
-    out = []
-    for b, row in enumerate(hyps):
-        tok = torch.tensor(row, device=steps.device)
-        lp = steps[b, torch.arange(len(row), device=steps.device), tok]
-        out.append(float(lp.sum()) / len(row) if row else float("nan"))
-    return out

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Collection, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NoReturn
 
 from tensortext._checks import check_int
 
@@ -37,6 +37,7 @@ __all__ = [
     "check_text",
     "check_texts",
     "prepare_segments",
+    "raise_disallowed_special_token",
     "special_regex",
     "split_segments",
     "without_surrogates",
@@ -175,14 +176,29 @@ def check_disallowed(
     for text in texts:
         match = finder.search(text)
         if match:
-            token = match.group()
-            raise ValueError(
-                f"text contains the special token {token!r}, which is disallowed. "
-                f"To encode it as the special token, pass allowed_special={{{token!r}}} "
-                "(or allowed_special='all'); to encode it as ordinary text, pass "
-                f"disallowed_special=(enc.special_tokens_set - {{{token!r}}}), or "
-                "disallowed_special=() to turn the check off for every special token."
-            )
+            raise_disallowed_special_token(match.group())
+
+
+def raise_disallowed_special_token(token: str) -> NoReturn:
+    """Raise the ``ValueError`` of text holding the special token ``token``, which was not
+    allowed, naming the keywords that allow it or encode it as text (tiktoken's function of
+    this name, re-exported by :mod:`tensortext.core`).
+
+    Raises:
+        ValueError: always.
+
+    Example:
+        >>> raise_disallowed_special_token("<|endoftext|>")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ValueError: text contains the special token '<|endoftext|>', which is disallowed. ...
+    """
+    raise ValueError(
+        f"text contains the special token {token!r}, which is disallowed. "
+        f"To encode it as the special token, pass allowed_special={{{token!r}}} "
+        "(or allowed_special='all'); to encode it as ordinary text, pass "
+        f"disallowed_special=(enc.special_tokens_set - {{{token!r}}}), or "
+        "disallowed_special=() to turn the check off for every special token."
+    )
 
 
 def prepare_segments(vocab: Vocab, texts: list[str], allowed: frozenset[str]) -> Segments:

@@ -448,9 +448,27 @@ static PyTypeObject EncoderType = {
     .tp_methods = Encoder_methods,
 };
 
+/* token_hash(token: bytes) -> int: the 64-bit hash the vocabulary table files a token under
+ * (for tests, which build strings whose hash collides with a token's). */
+static PyObject *module_token_hash(PyObject *module, PyObject *token) {
+    (void)module;
+    if (!PyBytes_Check(token)) {
+        PyErr_SetString(PyExc_TypeError, "token: bytes");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(
+        hash_bytes((const uint8_t *)PyBytes_AS_STRING(token), (size_t)PyBytes_GET_SIZE(token)));
+}
+
+static PyMethodDef module_methods[] = {
+    {"token_hash", (PyCFunction)module_token_hash, METH_O,
+     "token_hash(token: bytes) -> int: the 64-bit hash of the vocabulary table."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "tensortext.bpe._native", "The host encoder's hot loop in C.", -1,
-    NULL, NULL, NULL, NULL, NULL,
+    module_methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__native(void) {

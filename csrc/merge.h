@@ -5,6 +5,23 @@
 
 /* ------------------------------------------------------------------ growable buffers */
 
+/* Real text repeats the pieces that are not one token (identifiers, rare words, numbers), so a
+ * work buffer remembers the tokens of the last pieces it merged, by hash: a direct-mapped table
+ * of 64-byte entries, checked byte for byte. It is allocated after CACHE_AFTER merges, so a short
+ * call never pays for it. */
+#define CACHE_SIZE 2048
+#define CACHE_BYTES 22  /* the longest piece kept */
+#define CACHE_TOKENS 8  /* the most tokens kept */
+#define CACHE_AFTER 32
+
+typedef struct CacheEntry {
+    uint64_t hash;
+    uint8_t len; /* 0: empty */
+    uint8_t count;
+    uint8_t bytes[CACHE_BYTES];
+    uint32_t tokens[CACHE_TOKENS];
+} CacheEntry;
+
 typedef struct {
     uint8_t *flags;   /* [n] class flags of each codepoint */
     uint32_t *cp;     /* [n] codepoints */
@@ -15,6 +32,8 @@ typedef struct {
     uint64_t *heap;
     uint32_t *heap_end;
     size_t cap_merge;
+    struct CacheEntry *cache; /* [CACHE_SIZE] the merges of recent pieces, once worth it */
+    size_t merged;    /* pieces merged so far */
     uint32_t *out;    /* the tokens of every text so far */
     size_t out_len, out_cap;
     int failed;       /* out of memory */
@@ -87,15 +106,24 @@ static void work_free(Work *w) {
     free(w->heap);
     free(w->heap_end);
     free(w->out);
+    free(w->cache);
 }
 
 /* ------------------------------------------------------------------ merges */
 
-/* tiktoken's byte_pair_merge for a short piece: scan the pair ranks for the lowest. */
+/* Starts loading what a lookup(e, s, n) of a merge candidate reads first (the filter word). */
+static inline void prefetch_candidate(const Encoder *e, const uint8_t *s, size_t n) {
+    if (n < 3) return;
+    PREFETCH(&e->filter[filter_bit(hash_bytes(s, n)) >> 6]);
+}
+
+/* tiktoken's byte_pair_merge for a short piece: scan the pair ranks for the lowest. Part k spans
+ * st[k]..st[k+1] and is token id[k]; rk[k] is the rank of parts k and k + 1 merged. */
 static void merge_short(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
-    uint32_t *st = w->starts, *rk = w->ranks;
-    size_t m = n + 1; /* parts; part k spans st[k]..st[k+1] */
+    uint32_t *st = w->starts, *rk = w->ranks, *id = w->next;
+    size_t m = n + 1; /* part boundaries */
     for (size_t k = 0; k < m; k++) st[k] = (uint32_t)k;
+    for (size_t k = 0; k < n; k++) id[k] = e->byte_id[p[k]];
     for (size_t k = 0; k + 2 < m; k++) rk[k] = lookup(e, p + k, 2);
     rk[m - 2] = rk[m - 1] = NO_RANK;
     for (;;) {
@@ -109,11 +137,17 @@ static void merge_short(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
         if (best == NO_RANK) break;
         memmove(st + at + 1, st + at + 2, (m - at - 2) * 4);
         memmove(rk + at + 1, rk + at + 2, (m - at - 2) * 4);
+        memmove(id + at + 1, id + at + 2, (m - at - 2) * 4);
         m--;
-        rk[at] = at + 2 < m ? lookup(e, p + st[at], st[at + 2] - st[at]) : NO_RANK;
+        id[at] = best; /* tiktoken's rule: the rank is the ID */
+        /* The two new candidates are independent: start loading both before either lookup. */
+        int right = at + 2 < m;
+        if (right) prefetch_candidate(e, p + st[at], st[at + 2] - st[at]);
+        if (at > 0) prefetch_candidate(e, p + st[at - 1], st[at + 1] - st[at - 1]);
+        rk[at] = right ? lookup(e, p + st[at], st[at + 2] - st[at]) : NO_RANK;
         if (at > 0) rk[at - 1] = lookup(e, p + st[at - 1], st[at + 1] - st[at - 1]);
     }
-    for (size_t k = 0; k + 1 < m; k++) emit(w, lookup(e, p + st[k], st[k + 1] - st[k]));
+    for (size_t k = 0; k + 1 < m; k++) emit(w, id[k]);
 }
 
 /* The heap holds (rank << 32 | start) of candidate pairs; heap_end[] the pair's end. A popped
@@ -199,12 +233,7 @@ static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     for (uint32_t k = 0; k < n; k = next[k]) emit(w, id[k]);
 }
 
-static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
-    uint32_t whole = e->whole_piece || n == 1 ? lookup(e, p, n) : NO_RANK;
-    if (whole != NO_RANK) {
-        emit(w, whole);
-        return;
-    }
+static void merge_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     if (reserve_merge(w, n)) {
         w->failed = 1;
         return;
@@ -213,6 +242,42 @@ static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) 
         merge_short(e, p, n, w);
     else
         merge_long(e, p, n, w);
+}
+
+static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+    if (n <= 2) {
+        uint32_t whole = e->whole_piece || n == 1 ? lookup(e, p, n) : NO_RANK;
+        if (whole != NO_RANK)
+            emit(w, whole);
+        else
+            merge_piece(e, p, n, w);
+        return;
+    }
+    uint64_t head = load_head(p, n), h = hash_with_head(p, n, head);
+    uint32_t whole = e->whole_piece ? lookup_hashed(e, p, n, head, h) : NO_RANK;
+    if (whole != NO_RANK) {
+        emit(w, whole);
+        return;
+    }
+    CacheEntry *entry = NULL;
+    if (n <= CACHE_BYTES && w->cache) {
+        entry = &w->cache[h & (CACHE_SIZE - 1)];
+        if (entry->len == n && entry->hash == h && memcmp(entry->bytes, p, n) == 0) {
+            for (uint8_t k = 0; k < entry->count; k++) emit(w, entry->tokens[k]);
+            return;
+        }
+    }
+    size_t first = w->out_len;
+    merge_piece(e, p, n, w);
+    if (entry && !w->failed && w->out_len - first <= CACHE_TOKENS) {
+        entry->hash = h;
+        entry->len = (uint8_t)n;
+        entry->count = (uint8_t)(w->out_len - first);
+        memcpy(entry->bytes, p, n);
+        memcpy(entry->tokens, w->out + first, 4 * entry->count);
+    } else if (!w->cache && ++w->merged == CACHE_AFTER) {
+        w->cache = calloc(CACHE_SIZE, sizeof(CacheEntry)); /* NULL: go on without */
+    }
 }
 
 #endif

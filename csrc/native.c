@@ -26,7 +26,10 @@
 
 #include "tables.h"
 #include "merge.h"
-#include "split.h"
+#define SPLIT_ASCII
+#include "split.h" /* piece_end_ascii() and the rest, reading ASCII bytes */
+#undef SPLIT_ASCII
+#include "split.h" /* piece_end() and the rest, reading prepare()'s codepoints and flags */
 
 /* ------------------------------------------------------------------ one text */
 
@@ -47,7 +50,16 @@ static inline uint32_t read_cp(const Text *t, size_t i) {
 
 /* Codepoints, flags, and (unless ASCII) UTF-8 with each codepoint's byte offset. */
 static int prepare(const Encoder *e, const Text *t, Work *w, Seg *s, const uint8_t **bytes) {
-    if (reserve_text(w, t->n, t->ascii ? 0 : 4 * t->n)) return -1;
+    s->n = t->n;
+    s->outer_end = 0;
+    if (t->ascii) { /* the split reads the bytes and the class table */
+        s->f = e->table;
+        s->cp = NULL;
+        s->ascii = (const uint8_t *)t->data;
+        *bytes = s->ascii;
+        return 0;
+    }
+    if (reserve_text(w, t->n, 4 * t->n)) return -1;
     uint8_t *u = w->utf8;
     size_t at = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -55,7 +67,6 @@ static int prepare(const Encoder *e, const Text *t, Work *w, Seg *s, const uint8
         if (c >= 0xD800 && c <= 0xDFFF) c = 0xFFFD; /* a lone surrogate: U+FFFD, as tiktoken */
         w->cp[i] = c;
         w->flags[i] = e->table[c]; /* c < 0x110000: a str holds no more */
-        if (t->ascii) continue;
         w->boff[i] = (uint32_t)at;
         if (c < 0x80) {
             u[at++] = (uint8_t)c;
@@ -73,13 +84,17 @@ static int prepare(const Encoder *e, const Text *t, Work *w, Seg *s, const uint8
             u[at++] = (uint8_t)(0x80 | (c & 0x3F));
         }
     }
-    if (!t->ascii) w->boff[t->n] = (uint32_t)at;
+    w->boff[t->n] = (uint32_t)at;
     s->f = w->flags;
     s->cp = w->cp;
-    s->n = t->n;
-    s->outer_end = 0;
-    *bytes = t->ascii ? (const uint8_t *)t->data : u;
+    s->ascii = NULL;
+    *bytes = u;
     return 0;
+}
+
+/* The end of the piece that starts at i. */
+static inline size_t next_piece_end(Seg *s, size_t i, int kind) {
+    return s->ascii ? piece_end_ascii(s, i, kind) : piece_end(s, i, kind);
 }
 
 static void encode_text(const Encoder *e, const Text *t, Work *w) {
@@ -89,11 +104,18 @@ static void encode_text(const Encoder *e, const Text *t, Work *w) {
         w->failed = 1;
         return;
     }
+    /* Each piece's slot is prefetched while the piece before it encodes. */
+    size_t end = s.n ? next_piece_end(&s, 0, e->kind) : 0;
     for (size_t i = 0; i < s.n && !w->failed;) {
-        size_t end = piece_end(&s, i, e->kind);
+        size_t next = end < s.n ? next_piece_end(&s, end, e->kind) : end;
         size_t a = t->ascii ? i : w->boff[i], b = t->ascii ? end : w->boff[end];
+        if (next > end) {
+            size_t c = t->ascii ? next : w->boff[next];
+            prefetch_lookup(e, bytes + b, c - b);
+        }
         encode_piece(e, bytes + a, b - a, w);
         i = end;
+        end = next;
     }
 }
 
@@ -139,6 +161,9 @@ static void Encoder_dealloc(Encoder *self) {
     free(self->offsets);
     free(self->ids);
     free(self->slots);
+    free(self->slot_token);
+    free(self->two_byte_id);
+    free(self->filter);
     free(self->pair_keys);
     free(self->pair_values);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -183,6 +208,102 @@ static int build_pairs(Encoder *self, PyObject *merges) {
     return 0;
 }
 
+/* Allocates the tables of `count` tokens of `total` bytes (self->blob, offsets and ids to be
+ * filled by the caller). -1 with an exception set. */
+static int allocate_tables(Encoder *self, size_t count, size_t total) {
+    if (count == 0 || count >= (1 << 30) || total >= UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "tokens: 1 to 2**30 - 1 of them, under 4 GB in all");
+        return -1;
+    }
+    size_t slots = 1;
+    while (slots < 2 * count) slots *= 2;
+    self->count = count;
+    self->blob = malloc(total ? total : 1);
+    self->offsets = malloc((count + 1) * 4);
+    self->ids = malloc(count * 4);
+    self->slots = calloc(slots, sizeof(Slot));
+    self->slot_token = malloc(slots * 4);
+    self->two_byte_id = malloc(65536 * 4);
+    self->filter = calloc(FILTER_BITS / 64, 8);
+    if (!self->blob || !self->offsets || !self->ids || !self->slots || !self->slot_token ||
+        !self->two_byte_id || !self->filter) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->mask = slots - 1;
+    return 0;
+}
+
+/* Files every token (blob, offsets and ids filled) in the hash table, the byte tables and the
+ * filter. -1 with an exception set: an empty or repeated token, an ID of 2**32 - 1, a missing
+ * byte. */
+static int index_tokens(Encoder *self) {
+    self->max_len = 0;
+    for (int b = 0; b < 256; b++) self->byte_id[b] = NO_RANK;
+    for (int b = 0; b < 65536; b++) self->two_byte_id[b] = NO_RANK;
+    for (size_t k = 0; k < self->count; k++) {
+        const uint8_t *s = self->blob + self->offsets[k];
+        size_t n = self->offsets[k + 1] - self->offsets[k];
+        uint32_t id = self->ids[k];
+        if (n == 0 || id == NO_RANK) {
+            PyErr_Format(PyExc_ValueError, "token %zu: empty, or its ID is 2**32 - 1", k);
+            return -1;
+        }
+        if (n > self->max_len) self->max_len = (uint32_t)n;
+        if (n == 1) self->byte_id[s[0]] = id;
+        if (n == 2) self->two_byte_id[(uint32_t)s[0] << 8 | s[1]] = id;
+        uint64_t h = hash_bytes(s, n);
+        uint64_t slot = h & self->mask;
+        for (; self->slots[slot].len; slot = (slot + 1) & self->mask) {
+            uint32_t other = self->slot_token[slot];
+            uint32_t start = self->offsets[other], length = self->offsets[other + 1] - start;
+            if (length == n && memcmp(self->blob + start, s, n) == 0) {
+                PyErr_Format(PyExc_ValueError, "tokens: the bytes of token %zu repeat", k);
+                return -1;
+            }
+        }
+        Slot *x = &self->slots[slot];
+        x->head = load_head(s, n);
+        x->id = id;
+        x->len = n < 0xFFFF ? (uint16_t)n : 0xFFFF;
+        x->tag = (uint16_t)(h >> 48);
+        self->slot_token[slot] = (uint32_t)k;
+        uint64_t bit = filter_bit(h);
+        self->filter[bit >> 6] |= 1ULL << (bit & 63);
+    }
+    for (int b = 0; b < 256; b++)
+        if (self->byte_id[b] == NO_RANK) {
+            PyErr_Format(PyExc_ValueError, "byte %d is not a token (byte-level BPE needs all 256)",
+                         b);
+            return -1;
+        }
+    return 0;
+}
+
+static int already_initialized(const Encoder *self) {
+    if (!(self->blob || self->offsets || self->ids || self->slots || self->slot_token ||
+          self->two_byte_id || self->filter || self->pair_keys))
+        return 0;
+    PyErr_SetString(PyExc_RuntimeError, "an Encoder is initialized once");
+    return 1;
+}
+
+/* The split kind, class table and merge rule; -1 with an exception set. */
+static int set_rules(Encoder *self, PyObject *table, int kind, PyObject *merges, int whole_piece) {
+    if (!PyBytes_Check(table) || PyBytes_GET_SIZE(table) != 0x110000 || kind < 0 ||
+        kind >= K_COUNT) {
+        PyErr_SetString(PyExc_ValueError, "table: 0x110000 flag bytes; kind: a known kind");
+        return -1;
+    }
+    if (merges != Py_None && build_pairs(self, merges)) return -1;
+    self->whole_piece = whole_piece;
+    Py_INCREF(table);
+    self->table_obj = table;
+    self->table = (const uint8_t *)PyBytes_AS_STRING(table);
+    self->kind = kind;
+    return 0;
+}
+
 /* Encoder(tokens: list[bytes], ids: list[int], table: bytes, kind: int, merges: bytes | None =
  * None, whole_piece: bool = True) */
 static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
@@ -194,17 +315,10 @@ static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
                                      &whole_piece))
         return -1;
     /* Once only: another thread may be encoding with the tables (the GIL released). */
-    if (self->blob || self->offsets || self->ids || self->slots || self->pair_keys) {
-        PyErr_SetString(PyExc_RuntimeError, "an Encoder is initialized once");
-        return -1;
-    }
+    if (already_initialized(self)) return -1;
     Py_ssize_t count = PyList_GET_SIZE(tokens);
-    if (PyList_GET_SIZE(ids) != count || count == 0 || count >= (1 << 30)) {
+    if (PyList_GET_SIZE(ids) != count || count == 0) {
         PyErr_SetString(PyExc_ValueError, "tokens and ids: two lists of the same nonzero length");
-        return -1;
-    }
-    if (PyBytes_GET_SIZE(table) != 0x110000 || kind < 0 || kind >= K_COUNT) {
-        PyErr_SetString(PyExc_ValueError, "table: 0x110000 flag bytes; kind: a known kind");
         return -1;
     }
     size_t total = 0;
@@ -216,23 +330,7 @@ static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
         }
         total += (size_t)PyBytes_GET_SIZE(token);
     }
-    if (total >= UINT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "tokens: 4 GB of bytes or more");
-        return -1;
-    }
-    size_t slots = 1;
-    while (slots < 2 * (size_t)count) slots *= 2;
-    self->blob = malloc(total);
-    self->offsets = malloc(((size_t)count + 1) * 4);
-    self->ids = malloc((size_t)count * 4);
-    self->slots = calloc(slots, 8);
-    if (!self->blob || !self->offsets || !self->ids || !self->slots) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    self->mask = slots - 1;
-    self->max_len = 0;
-    for (int b = 0; b < 256; b++) self->byte_id[b] = NO_RANK;
+    if (allocate_tables(self, (size_t)count, total)) return -1;
     size_t at = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *token = PyList_GET_ITEM(tokens, k);
@@ -243,39 +341,14 @@ static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
             PyErr_SetString(PyExc_ValueError, "ids: below 2**32 - 1");
             return -1;
         }
-        const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(token);
-        memcpy(self->blob + at, s, n);
+        memcpy(self->blob + at, PyBytes_AS_STRING(token), n);
         self->offsets[k] = (uint32_t)at;
         self->ids[k] = (uint32_t)id;
         at += n;
-        if (n > self->max_len) self->max_len = (uint32_t)n;
-        if (n == 1) self->byte_id[s[0]] = (uint32_t)id;
-        uint64_t h = hash_bytes(s, n);
-        uint64_t slot = h & self->mask;
-        for (; self->slots[slot]; slot = (slot + 1) & self->mask) {
-            uint32_t other = (uint32_t)self->slots[slot] - 1;
-            uint32_t start = self->offsets[other], length = self->offsets[other + 1] - start;
-            if (length == n && memcmp(self->blob + start, s, n) == 0) {
-                PyErr_Format(PyExc_ValueError, "tokens: the bytes of token %zd repeat", k);
-                return -1;
-            }
-        }
-        self->slots[slot] = (h >> 32 << 32) | (uint64_t)(k + 1);
     }
     self->offsets[count] = (uint32_t)at;
-    for (int b = 0; b < 256; b++)
-        if (self->byte_id[b] == NO_RANK) {
-            PyErr_Format(PyExc_ValueError, "byte %d is not a token (byte-level BPE needs all 256)",
-                         b);
-            return -1;
-        }
-    if (merges != Py_None && build_pairs(self, merges)) return -1;
-    self->whole_piece = whole_piece;
-    Py_INCREF(table);
-    self->table_obj = table;
-    self->table = (const uint8_t *)PyBytes_AS_STRING(table);
-    self->kind = kind;
-    return 0;
+    if (index_tokens(self)) return -1;
+    return set_rules(self, table, kind, merges, whole_piece);
 }
 
 /* 0 if `self` was initialized; else -1 with an exception set. */
@@ -390,7 +463,7 @@ static PyObject *Encoder_split(Encoder *self, PyObject *text) {
     }
     if (!(out = PyList_New(0))) goto done;
     for (size_t i = 0; i < s.n;) {
-        size_t end = piece_end(&s, i, self->kind);
+        size_t end = next_piece_end(&s, i, self->kind);
         PyObject *piece = PyUnicode_Substring(text, (Py_ssize_t)i, (Py_ssize_t)end);
         if (!piece || PyList_Append(out, piece)) {
             Py_XDECREF(piece);
@@ -424,7 +497,45 @@ static PyObject *Encoder_encode_piece(Encoder *self, PyObject *piece) {
     return out;
 }
 
+static PyObject *ranks_dict(const Encoder *e);
+
+/* ranks() -> dict[bytes, int]: every token's ID (a .tiktoken file's mergeable ranks). */
+static PyObject *Encoder_ranks(Encoder *self, PyObject *unused) {
+    (void)unused;
+    if (check_ready(self)) return NULL;
+    return ranks_dict(self);
+}
+
+/* tokens_by_id(size: int) -> list[bytes | None]: the bytes of token ID k at k, None where no
+ * token has that ID. */
+static PyObject *Encoder_tokens_by_id(Encoder *self, PyObject *size_obj) {
+    if (check_ready(self)) return NULL;
+    Py_ssize_t size = PyLong_AsSsize_t(size_obj);
+    if (size < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "size: 0 or more");
+        return NULL;
+    }
+    PyObject *list = PyList_New(size);
+    if (!list) return NULL;
+    for (Py_ssize_t k = 0; k < size; k++) PyList_SET_ITEM(list, k, Py_NewRef(Py_None));
+    for (size_t k = 0; k < self->count; k++) {
+        if (self->ids[k] >= (size_t)size) continue;
+        PyObject *token = PyBytes_FromStringAndSize((const char *)self->blob + self->offsets[k],
+                                                    self->offsets[k + 1] - self->offsets[k]);
+        if (!token) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        Py_SETREF(PyList_GET_ITEM(list, self->ids[k]), token);
+    }
+    return list;
+}
+
 static PyMethodDef Encoder_methods[] = {
+    {"ranks", (PyCFunction)Encoder_ranks, METH_NOARGS,
+     "ranks() -> dict[bytes, int]: every token's ID."},
+    {"tokens_by_id", (PyCFunction)Encoder_tokens_by_id, METH_O,
+     "tokens_by_id(size: int) -> list[bytes | None]: token k's bytes at k (None: no token)."},
     {"encode_many", (PyCFunction)Encoder_encode_many, METH_O,
      "encode_many(texts: list[str]) -> list[list[int]]: the tokens of ordinary segments."},
     {"encode_flat", (PyCFunction)Encoder_encode_flat, METH_O,
@@ -448,6 +559,184 @@ static PyTypeObject EncoderType = {
     .tp_methods = Encoder_methods,
 };
 
+/* ------------------------------------------------------------------ reading .tiktoken files */
+
+static int8_t base64_value(uint8_t c) {
+    if (c >= 'A' && c <= 'Z') return (int8_t)(c - 'A');
+    if (c >= 'a' && c <= 'z') return (int8_t)(c - 'a' + 26);
+    if (c >= '0' && c <= '9') return (int8_t)(c - '0' + 52);
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+}
+
+/* Decodes canonical base64 (length a multiple of 4, '=' only as the last one or two) into out;
+ * the length, or -1. */
+static Py_ssize_t decode_base64(const uint8_t *s, size_t n, uint8_t *out) {
+    if (n == 0 || n % 4) return -1;
+    size_t pad = s[n - 1] == '=' ? (s[n - 2] == '=' ? 2 : 1) : 0;
+    Py_ssize_t length = 0;
+    for (size_t k = 0; k < n; k += 4) {
+        int8_t v[4];
+        for (int j = 0; j < 4; j++) {
+            int last = k + 4 == n && j >= 4 - (int)pad;
+            v[j] = last ? 0 : base64_value(s[k + j]);
+            if (v[j] < 0) return -1;
+        }
+        uint32_t word = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | v[3];
+        size_t take = k + 4 == n ? 3 - pad : 3;
+        for (size_t j = 0; j < take; j++) out[length++] = (uint8_t)(word >> (16 - 8 * j));
+    }
+    return length;
+}
+
+/* The tokens of a .tiktoken file's lines "BASE64 RANK\n" ("\r\n" too, blank lines skipped) into
+ * *blob, *offsets and *ids (malloc'd; free them) and *count. 1 where a line is not so, a token is
+ * empty, or a rank repeats or passes 2**31 (the caller's slow path then names the line); -1 with
+ * an exception set. */
+static int parse_tiktoken(const uint8_t *p, size_t n, uint8_t **blob, uint32_t **offsets,
+                          uint32_t **ids, size_t *count) {
+    size_t lines = 1, max_rank = 0, at_blob = 0, k = 0;
+    for (const uint8_t *q = p; (q = memchr(q, '\n', (size_t)(p + n - q))); q++) lines++;
+    uint8_t *seen = NULL;
+    *blob = malloc(n / 4 * 3 + 3);
+    *offsets = malloc((lines + 1) * 4);
+    *ids = malloc(lines * 4);
+    int status = -1;
+    if (!*blob || !*offsets || !*ids) goto no_memory;
+    for (size_t at = 0; at < n;) {
+        const uint8_t *line = p + at, *end = memchr(line, '\n', n - at);
+        size_t length = end ? (size_t)(end - line) : n - at;
+        at += length + (end != NULL);
+        if (length && line[length - 1] == '\r') length--;
+        if (length == 0) continue;
+        const uint8_t *space = memchr(line, ' ', length);
+        if (!space || space == line || space + 1 == line + length) goto not_canonical;
+        Py_ssize_t size = decode_base64(line, (size_t)(space - line), *blob + at_blob);
+        if (size <= 0) goto not_canonical;
+        size_t rank = 0;
+        for (const uint8_t *d = space + 1; d < line + length; d++) {
+            if (*d < '0' || *d > '9' || rank > ((size_t)1 << 31)) goto not_canonical;
+            rank = rank * 10 + (size_t)(*d - '0');
+        }
+        if (rank >= ((size_t)1 << 31)) goto not_canonical;
+        if (rank > max_rank) max_rank = rank;
+        (*offsets)[k] = (uint32_t)at_blob;
+        (*ids)[k++] = (uint32_t)rank;
+        at_blob += (size_t)size;
+    }
+    (*offsets)[k] = (uint32_t)at_blob;
+    *count = k;
+    seen = calloc(max_rank / 8 + 1, 1);
+    if (!seen) goto no_memory;
+    for (size_t j = 0; j < k; j++) {
+        uint32_t rank = (*ids)[j];
+        if (seen[rank / 8] >> (rank % 8) & 1) goto not_canonical;
+        seen[rank / 8] |= (uint8_t)(1 << (rank % 8));
+    }
+    free(seen);
+    return 0;
+no_memory:
+    PyErr_NoMemory();
+    goto done;
+not_canonical:
+    status = 1;
+done:
+    free(seen);
+    free(*blob);
+    free(*offsets);
+    free(*ids);
+    *blob = NULL;
+    *offsets = NULL;
+    *ids = NULL;
+    return status;
+}
+
+/* {token bytes: ID} of an Encoder's tokens. */
+static PyObject *ranks_dict(const Encoder *e) {
+    PyObject *ranks = _PyDict_NewPresized((Py_ssize_t)e->count);
+    for (size_t k = 0; ranks && k < e->count; k++) {
+        PyObject *key = PyBytes_FromStringAndSize((const char *)e->blob + e->offsets[k],
+                                                  e->offsets[k + 1] - e->offsets[k]);
+        PyObject *value = key ? PyLong_FromUnsignedLong(e->ids[k]) : NULL;
+        if (!value || PyDict_SetItem(ranks, key, value)) Py_CLEAR(ranks);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    return ranks;
+}
+
+/* read_tiktoken(data: bytes) -> dict[bytes, int] | None: a .tiktoken file's ranks, or None where
+ * it is not canonical (see parse_tiktoken) or a token repeats. The fast path of
+ * vocab.read_tiktoken_file. */
+static PyObject *module_read_tiktoken(PyObject *module, PyObject *data) {
+    (void)module;
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "data: bytes");
+        return NULL;
+    }
+    Encoder e = {0};
+    int status = parse_tiktoken((const uint8_t *)PyBytes_AS_STRING(data),
+                                (size_t)PyBytes_GET_SIZE(data), &e.blob, &e.offsets, &e.ids,
+                                &e.count);
+    if (status) return status < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *ranks = ranks_dict(&e);
+    if (ranks && PyDict_GET_SIZE(ranks) != (Py_ssize_t)e.count) Py_SETREF(ranks, Py_NewRef(Py_None));
+    free(e.blob);
+    free(e.offsets);
+    free(e.ids);
+    return ranks;
+}
+
+/* from_tiktoken(data: bytes, table: bytes, kind: int) -> Encoder | None: the Encoder of a
+ * .tiktoken file's bytes (tiktoken's rule: a token's rank is its ID), without a Python object per
+ * token; None where read_tiktoken would give None. */
+static PyObject *module_from_tiktoken(PyObject *module, PyObject *args) {
+    (void)module;
+    PyObject *data, *table;
+    int kind;
+    if (!PyArg_ParseTuple(args, "O!O!i", &PyBytes_Type, &data, &PyBytes_Type, &table, &kind))
+        return NULL;
+    Encoder *self = (Encoder *)PyType_GenericNew(&EncoderType, NULL, NULL);
+    if (!self) return NULL;
+    int status = parse_tiktoken((const uint8_t *)PyBytes_AS_STRING(data),
+                                (size_t)PyBytes_GET_SIZE(data), &self->blob, &self->offsets,
+                                &self->ids, &self->count);
+    if (status == 0 && self->count == 0) status = 1; /* no tokens: the slow path says so */
+    if (status == 0) {
+        size_t count = self->count, total = self->offsets[count];
+        uint8_t *blob = self->blob;
+        uint32_t *offsets = self->offsets, *ids = self->ids;
+        self->blob = NULL;
+        self->offsets = NULL;
+        self->ids = NULL;
+        status = allocate_tables(self, count, total);
+        if (status == 0) { /* the parsed arrays replace the allocated ones */
+            free(self->blob);
+            free(self->offsets);
+            free(self->ids);
+        } else {
+            free(blob);
+            free(offsets);
+            free(ids);
+            blob = NULL;
+            offsets = NULL;
+            ids = NULL;
+        }
+        self->blob = blob;
+        self->offsets = offsets;
+        self->ids = ids;
+        if (status == 0 && index_tokens(self)) { /* a repeated token, a missing byte: not canonical */
+            status = PyErr_ExceptionMatches(PyExc_ValueError) ? 1 : -1;
+            if (status == 1) PyErr_Clear();
+        }
+        if (status == 0) status = set_rules(self, table, kind, Py_None, 1);
+    }
+    if (status == 0) return (PyObject *)self;
+    Py_DECREF(self);
+    return status < 0 ? NULL : Py_NewRef(Py_None);
+}
+
 /* token_hash(token: bytes) -> int: the 64-bit hash the vocabulary table files a token under
  * (for tests, which build strings whose hash collides with a token's). */
 static PyObject *module_token_hash(PyObject *module, PyObject *token) {
@@ -463,6 +752,12 @@ static PyObject *module_token_hash(PyObject *module, PyObject *token) {
 static PyMethodDef module_methods[] = {
     {"token_hash", (PyCFunction)module_token_hash, METH_O,
      "token_hash(token: bytes) -> int: the 64-bit hash of the vocabulary table."},
+    {"from_tiktoken", (PyCFunction)module_from_tiktoken, METH_VARARGS,
+     "from_tiktoken(data: bytes, table: bytes, kind: int) -> Encoder | None: the Encoder of a "
+     ".tiktoken file, or None where it is not in the canonical form."},
+    {"read_tiktoken", (PyCFunction)module_read_tiktoken, METH_O,
+     "read_tiktoken(data: bytes) -> dict[bytes, int] | None: a .tiktoken file's ranks, or None "
+     "where it is not in the canonical form."},
     {NULL, NULL, 0, NULL},
 };
 

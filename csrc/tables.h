@@ -28,8 +28,23 @@ enum {
     K_COUNT,
 };
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
 #define NO_RANK UINT32_MAX
 #define SHORT_PIECE 256 /* longer pieces merge through the heap */
+
+/* One token in the hash table: everything a lookup of up to 8 bytes reads, in one cache line
+ * (16 bytes), so most lookups touch memory once. */
+typedef struct {
+    uint64_t head; /* the token's first 8 bytes, zero-padded (little-endian load) */
+    uint32_t id;
+    uint16_t len;  /* its length, or 0xFFFF from there on; 0: an empty slot */
+    uint16_t tag;  /* the hash's top 16 bits */
+} Slot;
 
 typedef struct {
     PyObject_HEAD
@@ -37,12 +52,18 @@ typedef struct {
     PyObject *table_obj;    /* bytes, 0x110000 flag bytes */
     const uint8_t *table;
     uint8_t *blob;          /* every token's bytes back to back */
-    uint32_t *offsets;      /* [n_tokens + 1] into blob */
-    uint32_t *ids;          /* [n_tokens] */
-    uint64_t *slots;        /* (hash tag << 32) | (token index + 1); 0 = empty */
+    uint32_t *offsets;      /* [count + 1] into blob */
+    uint32_t *ids;          /* [count] */
+    size_t count;           /* tokens */
+    Slot *slots;            /* open addressing, linear probing, at most half full */
+    uint32_t *slot_token;   /* [slots] the token index in `slot` (to read its bytes past 8) */
     uint64_t mask;
     uint32_t max_len;
     uint32_t byte_id[256];
+    uint32_t *two_byte_id;  /* [65536] the ID of each 2-byte token (p[0] << 8 | p[1]), else NO_RANK */
+    uint64_t *filter;       /* [FILTER_BITS / 64] bit (hash >> 40) of each token of 3 bytes or more:
+                             * most lookups that find nothing (merge candidates) stop here, in
+                             * cache, instead of reading the table */
     int whole_piece;        /* look a piece up whole first (tiktoken; HF ignore_merges) */
     /* A merges list (Hugging Face): (left ID, right ID) -> (rank, merged ID). NULL: tiktoken's
      * rule, a pair merges when its bytes are a token, whose ID is the rank. */
@@ -50,6 +71,12 @@ typedef struct {
     uint32_t *pair_values;  /* [2 * slots]: rank, merged ID */
     uint64_t pair_mask;
 } Encoder;
+
+#define FILTER_BITS (1u << 21) /* 256 KB: a false positive for ~5% of cl100k's misses */
+
+static inline uint64_t filter_bit(uint64_t h) {
+    return (h >> 40) & (FILTER_BITS - 1);
+}
 
 #define PAIR_EMPTY UINT64_MAX /* IDs are below NO_RANK, so no pair's key */
 
@@ -62,8 +89,35 @@ static inline uint64_t mix(uint64_t h) {
     return h;
 }
 
-static inline uint64_t hash_bytes(const uint8_t *s, size_t n) {
+/* The first n bytes at s (n < 8) as a little-endian word, zero-padded. Reads 8 bytes when they
+ * stay inside s's memory page (so cannot fault), else byte by byte. */
+static inline uint64_t load_partial(const uint8_t *s, size_t n) {
+    uint64_t chunk = 0;
+    if (n == 0) return 0;
+    if (((uintptr_t)s & 4095) <= 4096 - 8) {
+        memcpy(&chunk, s, 8);
+        return chunk & (~0ULL >> (64 - 8 * n));
+    }
+    memcpy(&chunk, s, n);
+    return chunk;
+}
+
+/* The first min(n, 8) bytes at s as a little-endian word, zero-padded. */
+static inline uint64_t load_head(const uint8_t *s, size_t n) {
+    if (n < 8) return load_partial(s, n);
+    uint64_t chunk;
+    memcpy(&chunk, s, 8);
+    return chunk;
+}
+
+/* The table's hash of s[0:n]; `head` is load_head(s, n). */
+static inline uint64_t hash_with_head(const uint8_t *s, size_t n, uint64_t head) {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xc2b2ae3d27d4eb4fULL);
+    if (n < 8) return n ? mix((h ^ head) * 0x9e3779b97f4a7c15ULL) : mix(h);
+    h = (h ^ head) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+    s += 8;
+    n -= 8;
     while (n >= 8) {
         uint64_t chunk;
         memcpy(&chunk, s, 8);
@@ -72,12 +126,12 @@ static inline uint64_t hash_bytes(const uint8_t *s, size_t n) {
         s += 8;
         n -= 8;
     }
-    if (n) {
-        uint64_t chunk = 0;
-        memcpy(&chunk, s, n);
-        h = (h ^ chunk) * 0x9e3779b97f4a7c15ULL;
-    }
+    if (n) h = (h ^ load_partial(s, n)) * 0x9e3779b97f4a7c15ULL;
     return mix(h);
+}
+
+static inline uint64_t hash_bytes(const uint8_t *s, size_t n) {
+    return hash_with_head(s, n, load_head(s, n));
 }
 
 /* The slot of the merge of (left, right) in a merges list, or -1. */
@@ -91,21 +145,38 @@ static inline int64_t pair_slot(const Encoder *e, uint32_t left, uint32_t right)
     }
 }
 
-/* The ID of the token spelled by s[0:n], or NO_RANK. */
-static inline uint32_t lookup(const Encoder *e, const uint8_t *s, size_t n) {
-    if (n == 1) return e->byte_id[s[0]];
+/* The ID of the token spelled by s[0:n] (n >= 3; head = load_head(s, n), h its hash), or
+ * NO_RANK. A slot answers only once its bytes are
+ * confirmed: the head and length for up to 8 bytes, and the rest from the blob past that (a
+ * hash collision never gives a token). */
+static inline uint32_t lookup_hashed(const Encoder *e, const uint8_t *s, size_t n, uint64_t head,
+                                     uint64_t h) {
     if (n > e->max_len) return NO_RANK;
-    uint64_t h = hash_bytes(s, n);
-    uint32_t tag = (uint32_t)(h >> 32);
+    uint16_t tag = (uint16_t)(h >> 48), len = n < 0xFFFF ? (uint16_t)n : 0xFFFF;
     for (uint64_t slot = h & e->mask;; slot = (slot + 1) & e->mask) {
-        uint64_t v = e->slots[slot];
-        if (v == 0) return NO_RANK;
-        if ((uint32_t)(v >> 32) != tag) continue;
-        uint32_t index = (uint32_t)v - 1;
-        uint32_t start = e->offsets[index];
-        if (e->offsets[index + 1] - start == n && memcmp(e->blob + start, s, n) == 0)
-            return e->ids[index];
+        const Slot *x = &e->slots[slot];
+        if (x->len == 0) return NO_RANK;
+        if (x->len != len || x->tag != tag || x->head != head) continue;
+        if (n <= 8) return x->id;
+        uint32_t index = e->slot_token[slot], start = e->offsets[index];
+        if (e->offsets[index + 1] - start == n && memcmp(e->blob + start + 8, s + 8, n - 8) == 0)
+            return x->id;
     }
+}
+
+/* lookup_hashed for a string that is likely no token (a merge candidate): the filter first. */
+static inline uint32_t lookup(const Encoder *e, const uint8_t *s, size_t n) {
+    if (n <= 2) return n == 1 ? e->byte_id[s[0]] : e->two_byte_id[(uint32_t)s[0] << 8 | s[1]];
+    uint64_t head = load_head(s, n), h = hash_with_head(s, n, head), bit = filter_bit(h);
+    if (!(e->filter[bit >> 6] >> (bit & 63) & 1)) return NO_RANK;
+    return lookup_hashed(e, s, n, head, h);
+}
+
+/* Start loading the slot where a lookup of s[0:n] begins (the next piece, while this one
+ * encodes). */
+static inline void prefetch_lookup(const Encoder *e, const uint8_t *s, size_t n) {
+    if (n < 3 || n > e->max_len) return;
+    PREFETCH(&e->slots[hash_bytes(s, n) & e->mask]);
 }
 
 #endif

@@ -60,7 +60,7 @@ report(parent=encode(TEXTS), parent_tensor=encode_tensor(TEXTS))
 if native.native_available():
     assert native._executor.cache_info().currsize == 1, "the thread pool was not used"
 else:
-    assert "_pool" in enc.__dict__, "the worker processes were not used"
+    assert enc._backends.get().workers.pool is not None, "the worker processes were not used"
 """
 
 OS_FORK = """
@@ -160,9 +160,9 @@ from tensortext.bpe.core import Encoding
 
 # A thread of the parent is inside a cached_property of Encoding (building a table) at the fork:
 # it holds the class's one lock for that property, which the child inherits held.
-host = vars(Encoding)["_host"]
-assert isinstance(host, cached_property)
-lock = host.lock
+backends = vars(Encoding)["_backends"]
+assert isinstance(backends, cached_property)
+lock = backends.lock
 held, release = threading.Event(), threading.Event()
 
 
@@ -177,7 +177,7 @@ thread.start()
 held.wait()
 pid = os.fork()
 if pid == 0:
-    other = tensortext.get_encoding("r50k_base")  # its _host is not built yet
+    other = tensortext.get_encoding("r50k_base")  # its _backends is not built yet
     report(child_other=other.encode_batch(["hello world"]))
     os._exit(0)
 release.set()

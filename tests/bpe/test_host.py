@@ -1,11 +1,11 @@
-"""The host encoder (``tensortext.bpe.host``): the split patterns translated for Python's ``re``,
-the piece cache and the heap merge, against the ``regex`` module, tiktoken and the tensor engine.
-(The tests that build a ``HostEncoder`` pass ``native=False``: its C core has
-``test_native.py``.)
+"""The Python encoder (``tensortext.bpe.host``): the split patterns translated for Python's
+``re``, the piece cache and the heap merge, against the ``regex`` module, tiktoken and the
+tensor engine. (The C encoder has ``test_native.py``.)
 
-The list-returning methods (``encode``, ``encode_batch``, ...) run the host encoder, so every
-parity test of ``test_encoding.py`` also checks it; ``check_parity`` there compares the tensor
-engine too. This file checks the parts on their own, where a difference is easiest to read.
+The list-returning methods (``encode``, ``encode_batch``, ...) run it where the C encoder is
+not built, so the parity tests of ``test_encoding.py`` check it there; ``check_parity`` compares
+the tensor engine too. This file checks the parts on their own, where a difference is easiest
+to read.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, list_encoding_names
 from tensortext.bpe import host as host_module
+from tensortext.bpe.backends import python_backend
 from tensortext.bpe.host import HostEncoder, host_pattern
 from tensortext.bpe.patterns import PATTERNS
 from tensortext.bpe.serial import merge_by_rank
@@ -61,7 +62,7 @@ def test_split_with_chunks_and_astral_codepoints(pat_str: str, text: str) -> Non
     """``split`` runs the BMP pattern on chunks without astral codepoints and the full one
     elsewhere: the pieces are the whole text's."""
     kind = PATTERNS[pat_str]
-    encoder = HostEncoder(get_encoding("cl100k_base")._vocab, native=False)
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
     encoder.pat_str = pat_str
     assert encoder.split(text) == regex_pieces(pat_str, text), kind
 
@@ -97,7 +98,7 @@ def test_bmp_and_ascii_patterns(pat_str: str) -> None:
 )
 def test_hand_picked_against_tiktoken(name: str, text: str) -> None:
     enc = get_encoding(name)
-    assert enc._host.usable
+    assert HostEncoder(enc._vocab).usable
     expected = tiktoken_reference(name).encode(text, disallowed_special=())
     assert enc.encode(text, disallowed_special=()) == expected
 
@@ -123,7 +124,7 @@ def test_merge_by_rank_is_tiktokens_merge(name: str, piece: bytes) -> None:
 
 def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(host_module, "_CACHE_LIMIT", 4)
-    encoder = HostEncoder(get_encoding("cl100k_base")._vocab, native=False)
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
     reference = tiktoken_reference("cl100k_base")
     for text in ["alpha", "beta gamma", "delta epsilon zeta iota kappa", "alpha beta", "eta " * 5]:
         assert encoder.encode_ordinary(text) == reference.encode(text)
@@ -142,16 +143,19 @@ def test_what_is_not_translated() -> None:
 
 
 @pytest.mark.parametrize(("family", "usable"), [("qwen3", True), ("deepseek_v3", False)])
-def test_hugging_face_files_on_either_engine(family: str, usable: bool) -> None:
+def test_hugging_face_files_on_either_engine(
+    family: str, usable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Without the C encoder, Qwen3's regex is translated (its merges list goes through the pair
     table); DeepSeek-V3's sequence of splits is not, so the tensor engine encodes it. Both
     equal ``tokenizers`` (with the C encoder, which takes both, too)."""
     from oracles.hf import hf_file, hf_tokenizer
 
     enc, reference = Encoding.from_hf_json(hf_file(family)), hf_tokenizer(family)
-    python = HostEncoder(enc._vocab, native=False)
-    assert python.usable is usable
-    enc.__dict__["_host"] = python  # this encoding only: from_hf_json made a new one
+    assert HostEncoder(enc._vocab).usable is usable
+    monkeypatch.setenv("TENSORTEXT_NATIVE", "0")  # read at the first encode: a new encoding
+    assert enc.encode("x") == reference.encode("x", add_special_tokens=False).ids
+    assert enc._backends.get().name == ("python" if usable else "torch")
     for text in ["Hello, world! 123456", "日本語のテキスト😀 it's", "  \n\n def f(x):\n\treturn"]:
         assert enc.encode(text) == reference.encode(text, add_special_tokens=False).ids, text
 
@@ -162,7 +166,7 @@ def test_hugging_face_files_on_either_engine(family: str, usable: bool) -> None:
 def test_new_pieces_through_the_tensor_merges(name: str, texts: list[str]) -> None:
     """With the thresholds at 1, every new piece of a call goes through one batch of the
     tensor merges (``merge_byte_pieces``), as in bulk work: tiktoken's IDs."""
-    encoder = HostEncoder(get_encoding(name)._vocab, native=False)
+    encoder = python_backend(get_encoding(name)._vocab).host
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(host_module, "_TENSOR_MERGE_MIN", 1)
         patch.setattr(host_module, "_BUILD_TABLES_MIN", 1)
@@ -174,7 +178,7 @@ def test_new_pieces_through_the_tensor_merges(name: str, texts: list[str]) -> No
 def test_each_new_piece_is_encoded_once() -> None:
     """A piece new to the cache that a batch repeats is merged once, and texts of the same
     call share it."""
-    encoder = HostEncoder(get_encoding("cl100k_base")._vocab, native=False)
+    encoder = HostEncoder(get_encoding("cl100k_base")._vocab)
     merged: list[list[bytes]] = []
     original = encoder._merge
 
@@ -195,7 +199,7 @@ def test_hugging_face_merges_list_through_the_tensor_merges() -> None:
     """Qwen3's merges list (ranks are not IDs) in the batched tensor merges."""
     from oracles.hf import hf_file, hf_tokenizer
 
-    encoder = HostEncoder(Encoding.from_hf_json(hf_file("qwen3"))._vocab, native=False)
+    encoder = python_backend(Encoding.from_hf_json(hf_file("qwen3"))._vocab).host
     texts = ["Tokenizers merge zqxvw and Grüße, 日本語のテキスト", "  def f(x):\n\treturn x"]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(host_module, "_TENSOR_MERGE_MIN", 1)

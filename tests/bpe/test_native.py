@@ -27,7 +27,8 @@ from oracles.hf import hf_pieces
 from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, native
-from tensortext.bpe.host import HostEncoder
+from tensortext.bpe.backends import choose_backend, python_backend
+from tensortext.bpe.host import python_split_available
 from tensortext.bpe.patterns import DEEPSEEK_V3_SPLITS, PATTERNS
 from tensortext.bpe.text import prepare_segments
 from tensortext.bpe.unicode import flag_bytes
@@ -51,6 +52,13 @@ LONG_PIECES = st.lists(
 # Kana and CJK at the edges of DeepSeek-V3's ranges (U+9FA5 in, U+9FA6 out), kana marks and
 # punctuation inside them, digits, ASCII punctuation before letters.
 DEEPSEEK_CHARS = "日本あーカ\u30a0・\u309b\u3099\u9fa5\u9fa6\u3040\u30ff12345 .a-Z\n\r'"
+
+
+def c_encoder(enc: Encoding) -> Any:
+    """The C encoder ``enc`` runs on a CPU (its backend's, built once)."""
+    backend = enc._backends.get()
+    assert backend.name == "c"
+    return backend.encoder  # type: ignore[attr-defined]
 
 
 def splitter(pat_str: str) -> Any:
@@ -98,7 +106,7 @@ def test_deepseek_v3_split_is_tokenizers(text: str) -> None:
 @SETTINGS
 @given(piece=st.binary(min_size=1, max_size=48) | LONG_PIECES)
 def test_merges_are_tiktokens(name: str, piece: bytes) -> None:
-    encoder = get_encoding(name)._host.native
+    encoder = c_encoder(get_encoding(name))
     assert encoder.encode_piece(piece) == naive_byte_pair_merge(
         get_encoding(name)._vocab.mergeable, piece
     )
@@ -111,7 +119,7 @@ def test_texts_against_tiktoken_and_the_python_encoder(name: str, texts: list[st
     enc = get_encoding(name)
     expected = tiktoken_reference(name).encode_ordinary_batch(texts)
     assert enc.encode_ordinary_batch(texts, num_threads=1) == expected
-    assert HostEncoder(enc._vocab, native=False).encode_many(texts) == expected
+    assert python_backend(enc._vocab).host.encode_many(texts) == expected
 
 
 @pytest.mark.parametrize("name", TIKTOKEN_NAMES)
@@ -190,27 +198,28 @@ def test_flat_tensors_with_special_tokens(name: str, texts: list[str]) -> None:
 
 
 def test_switched_off_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    vocab = get_encoding("o200k_base")._vocab
+    enc = Encoding._from_vocab(get_encoding("o200k_base")._vocab)
     monkeypatch.setenv("TENSORTEXT_NATIVE", "0")
     assert not native.native_available()
-    host = HostEncoder(vocab)
-    assert host.native is None and host.usable  # the Python host encoder
     text = "Grüße, 世界! it's 2026 😀"
-    assert host.encode_ordinary(text) == tiktoken_reference("o200k_base").encode(text)
+    assert enc.encode(text) == tiktoken_reference("o200k_base").encode(text)
+    assert enc._backends.get().name == "python"  # chosen at the first encode, and kept
+    monkeypatch.setenv("TENSORTEXT_NATIVE", "1")
+    assert enc._backends.get().name == "python"
 
 
 @pytest.mark.parametrize("value", ["1", "true", "True", "YES", "on", "On", "", " yes "])
 def test_switched_on_by_the_usual_spellings(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("TENSORTEXT_NATIVE", value)
     assert native.native_available()
-    assert HostEncoder(get_encoding("o200k_base")._vocab).native is not None
+    assert choose_backend(get_encoding("o200k_base")._vocab) == "c"
 
 
 @pytest.mark.parametrize("value", ["0", "false", "FALSE", "No", "off", "OFF", " 0"])
 def test_switched_off_by_the_usual_spellings(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv("TENSORTEXT_NATIVE", value)
     assert not native.native_available()
-    assert HostEncoder(get_encoding("o200k_base")._vocab).native is None
+    assert choose_backend(get_encoding("o200k_base")._vocab) == "python"
 
 
 @pytest.mark.parametrize("value", ["garbage", "2", "-1", "n", "disable", "offf", "x" * 1000])
@@ -218,7 +227,7 @@ def test_other_values_are_refused_at_first_use(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setenv("TENSORTEXT_NATIVE", value)
     accepted = "1/true/yes/on .* 0/false/no/off"
     with pytest.raises(ValueError, match=f"^TENSORTEXT_NATIVE=.* {accepted}") as caught:
-        HostEncoder(get_encoding("o200k_base")._vocab)
+        choose_backend(get_encoding("o200k_base")._vocab)
     assert len(str(caught.value)) < 200  # the value is cut, not printed whole
 
 
@@ -279,14 +288,13 @@ def test_merges_lists_against_tokenizers(family: str, texts: list[str]) -> None:
     from oracles.hf import hf_tokenizer
 
     enc = hf_encoding(family)
-    assert not enc._vocab.ranks_are_ids and enc._host.native is not None
+    assert not enc._vocab.ranks_are_ids and enc._backends.get().name == "c"
     reference = hf_tokenizer(family)
     expected = [reference.encode(text, add_special_tokens=False).ids for text in texts]
     assert enc.encode_ordinary_batch(texts) == expected
-    python = HostEncoder(enc._vocab, native=False)
-    if python.usable:  # not DeepSeek-V3's sequence, whose fallback is the tensor engine
+    if python_split_available(enc._vocab.kind):  # not DeepSeek-V3's sequence (tensor engine)
         segments = prepare_segments(enc._vocab, texts, frozenset())  # Qwen3's NFC normalizer
-        assert python.rows(segments, len(texts)) == expected
+        assert python_backend(enc._vocab).rows(segments, len(texts), 1) == expected
     engine = enc.encode_batch_to_flat(texts, disallowed_special=(), merge_backend="torch")
     assert engine.tolist() == expected
 

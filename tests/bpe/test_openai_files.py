@@ -13,6 +13,7 @@ import pytest
 from tiktoken.load import data_gym_to_mergeable_bpe_ranks, load_tiktoken_bpe
 
 from tensortext.bpe import openai_files
+from tensortext.bpe.hf_json import bytes_to_unicode
 from tensortext.bpe.openai_files import (
     P50K_EXTRA_TOKENS,
     P50K_SHA256,
@@ -23,7 +24,7 @@ from tensortext.bpe.openai_files import (
     r50k_ranks,
     tiktoken_file_bytes,
 )
-from tensortext.bpe.vocab import bytes_to_unicode, read_tiktoken_file
+from tensortext.bpe.vocab import read_tiktoken_file
 
 # tiktoken_ext/openai_public.py's hashes of GPT-2's vocab.bpe and encoder.json (gpt2's files).
 GPT2_VOCAB_BPE_SHA256 = "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"

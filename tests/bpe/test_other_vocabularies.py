@@ -28,8 +28,8 @@ from strategies import SETTINGS
 
 import tensortext.bpe.engine as engine
 from tensortext.bpe import Encoding, piece_starts
+from tensortext.bpe.hf_json import bytes_to_unicode
 from tensortext.bpe.registry import vocabulary_file
-from tensortext.bpe.vocab import bytes_to_unicode
 
 MIXED_ATOMS = [
     *"aZé 'sLLve\t\n\r0123456789!?/.,日本語नमस्ते\u0301\u00a0",

@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from oracles.bpe import tiktoken_reference
 from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, parallel
-from tensortext.bpe.host import HostEncoder
+from tensortext.bpe.backends import PythonBackend, python_backend
 
 pytestmark = pytest.mark.skipif(
     sys.version_info < (3, 11), reason="the host encoder needs possessive quantifiers (3.11)"
@@ -35,10 +36,27 @@ TEXTS = [
 ] * 7
 
 
+@cache
+def python_encoder(name: str) -> PythonBackend:
+    """One Python encoder per encoding for this module (its workers serve every test)."""
+    return python_backend(get_encoding(name)._vocab)
+
+
 def python_host(encoding: Encoding, patch: pytest.MonkeyPatch) -> Encoding:
-    """``encoding`` with the pure-Python host encoder (the one the workers are for)."""
-    patch.setitem(encoding.__dict__, "_host", HostEncoder(encoding._vocab, native=False))
+    """``encoding`` with the pure-Python encoder on the CPU (the one the workers are for)."""
+    key = ("cpu", "auto", encoding._vocab.kind)
+    patch.setitem(encoding._backends._built, key, python_encoder(encoding.name))
     return encoding
+
+
+def python(encoding: Encoding) -> PythonBackend:
+    backend = encoding._backends.get()
+    assert isinstance(backend, PythonBackend)
+    return backend
+
+
+def has_pool(encoding: Encoding) -> bool:
+    return python(encoding).workers.pool is not None
 
 
 @pytest.fixture
@@ -54,7 +72,9 @@ def enc(monkeypatch: pytest.MonkeyPatch) -> Iterator[Encoding]:
 
 
 def worker_pids(encoding: Encoding) -> list[int]:
-    return list(encoding.__dict__["_pool"].executor._processes)
+    pool = python(encoding).workers.pool
+    assert pool is not None
+    return list(pool.executor._processes)
 
 
 def test_workers_give_tiktokens_ids_in_order(enc: Encoding) -> None:
@@ -83,7 +103,7 @@ def test_workers_on_random_texts(texts: list[str]) -> None:
 @pytest.fixture(autouse=True, scope="module")
 def stop_o200k_workers() -> Iterator[None]:
     yield
-    get_encoding("o200k_base")._shutdown_workers()
+    python_encoder("o200k_base").workers.shutdown()
 
 
 @pytest.mark.parametrize(
@@ -99,7 +119,7 @@ def test_calls_that_stay_in_this_process(
     assert enc.encode_ordinary_batch(texts, num_threads=num_threads) == [
         reference.encode_ordinary(text) for text in texts
     ]
-    assert "_pool" not in enc.__dict__
+    assert not has_pool(enc)
 
 
 def test_worker_count(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -122,7 +142,7 @@ def test_balanced_chunks_keep_the_order() -> None:
 def test_disallowed_special_raises_before_any_worker_starts(enc: Encoding) -> None:
     with pytest.raises(ValueError, match="disallowed_special"):
         enc.encode_batch(TEXTS, num_threads=2)
-    assert "_pool" not in enc.__dict__
+    assert not has_pool(enc)
 
 
 def test_a_dead_worker_costs_a_warning_not_the_result(enc: Encoding) -> None:
@@ -132,7 +152,7 @@ def test_a_dead_worker_costs_a_warning_not_the_result(enc: Encoding) -> None:
         os.kill(pid, signal.SIGKILL)
     with pytest.warns(RuntimeWarning, match="worker process died"):
         assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
-    assert "_pool" not in enc.__dict__
+    assert not has_pool(enc)
     assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference  # a new pool
     assert len(worker_pids(enc)) == 2
 
@@ -160,7 +180,9 @@ def test_workers_ignore_ctrl_c(enc: Encoding) -> None:
     # take one (each waits there until all have one).
     with multiprocessing.Manager() as manager:
         barrier = manager.Barrier(len(pids))
-        executor = enc.__dict__["_pool"].executor
+        pool = python(enc).workers.pool
+        assert pool is not None
+        executor = pool.executor
         answered = list(executor.map(pid_after_barrier, [barrier] * len(pids)))
     assert sorted(answered) == sorted(pids)
     assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference

@@ -24,9 +24,10 @@ from oracles.bpe import hf_byte_level_json, tiktoken_toy
 from strategies import SETTINGS
 
 from tensortext.bpe import Encoding, get_encoding, list_encoding_names
+from tensortext.bpe.hf_json import bytes_to_unicode, read_hf_json
 from tensortext.bpe.patterns import CL100K_PATTERN, LLAMA3_PATTERN
 from tensortext.bpe.registry import ENCODINGS, RANKS_SHA256, vocabulary_file
-from tensortext.bpe.vocab import bytes_to_unicode, read_hf_json, read_tiktoken_file
+from tensortext.bpe.vocab import read_tiktoken_file
 
 # --------------------------------------------------------------------------------------------
 # tiktoken files

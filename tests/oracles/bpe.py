@@ -231,7 +231,7 @@ def hf_byte_level_json(
     layout, ``Sequence[Split(Regex=pattern, Isolated), ByteLevel(use_regex=False)]``.  ``merges``
     are in rank order.
     """
-    from tensortext.bpe.vocab import bytes_to_unicode
+    from tensortext.bpe.hf_json import bytes_to_unicode
 
     to_char = bytes_to_unicode()
 

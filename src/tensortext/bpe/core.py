@@ -1,19 +1,19 @@
-"""``Encoding``: tiktoken's API, name for name, over the batched exact BPE encoder, plus tensor
-variants under their own names (``encode_to_tensor``, ``encode_batch_to_tensor``)."""
+"""``Encoding``: tiktoken's API, name for name, plus tensor variants under their own names
+(``encode_to_tensor``, ``encode_batch_to_tensor``). Each method checks its arguments, prepares
+the texts (:func:`~tensortext.bpe.text.prepare_segments`) and hands them to the backend that
+:mod:`tensortext.bpe.backends` chooses."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tensortext._torch import require_torch
-from tensortext.bpe import parallel, unstable
+from tensortext.bpe import unstable
+from tensortext.bpe.backends import Backends
 from tensortext.bpe.decoding import DecodeMethods
 from tensortext.bpe.hf_json import read_hf_json
-from tensortext.bpe.host import HostEncoder
-from tensortext.bpe.native import encode_segments_flat, threaded_encoder
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.post_processor import add_affixes, add_affixes_flat, post_processor_affixes
 from tensortext.bpe.serial import merge_serial
@@ -30,13 +30,11 @@ from tensortext.bpe.text import (
     prepare_segments,
 )
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file
-from tensortext.padded import Flat, FlatArrays
+from tensortext.padded import FlatArrays
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
-
-    from tensortext.bpe.text import Segments
 
 __all__ = ["Encoding"]
 
@@ -61,6 +59,9 @@ class Encoding(DecodeMethods, TensorMethods):
         >>> enc.decode_batch(tensortext.Padded(ids, lengths))
         ['hello world', 'hi']
     """
+
+    _pickle_as: tuple[Callable[[str], Encoding], str] | None = None
+    """``(get_encoding, name)`` on the encodings the registry shares, which pickle by name."""
 
     def __init__(
         self,
@@ -166,10 +167,9 @@ class Encoding(DecodeMethods, TensorMethods):
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Registered encodings pickle by name (a few bytes); others pickle their vocabulary."""
-        from tensortext.bpe import registry
-
-        if registry.is_registered(self):
-            return (registry.get_encoding, (self.name,))
+        if self._pickle_as is not None:
+            get_encoding, name = self._pickle_as
+            return (get_encoding, (name,))
         return (Encoding._from_vocab, (self._vocab, self._pat_str))
 
     # ------------------------------------------------------------------ tiktoken: encoding
@@ -200,7 +200,7 @@ class Encoding(DecodeMethods, TensorMethods):
         Raises:
             TypeError: for an ``add_special_tokens`` that is no bool.
             ValueError: if ``text`` holds a disallowed special token, naming the keyword to pass;
-                with the C host encoder, for a segment (the text, or a part between allowed
+                with the C encoder, for a segment (the text, or a part between allowed
                 special tokens) over :data:`~tensortext.bpe.native.MAX_SEGMENT_CHARS`
                 (2**30 - 2) characters; for ``add_special_tokens=True`` on an encoding not read
                 from a ``tokenizer.json`` (it has no post-processor).
@@ -279,14 +279,15 @@ class Encoding(DecodeMethods, TensorMethods):
         Args:
             text: the texts, in any ordered iterable, as tiktoken takes them (a list, a tuple,
                 a pandas Series, a numpy string array, a generator).
-            num_threads: from 64K characters, up to this many threads (the C host encoder,
-                :mod:`tensortext.bpe.native`; without it, from 1 MB, worker processes,
-                :mod:`tensortext.bpe.parallel`); 1: none (``True`` counts as 1, as there).
+            num_threads: from 64K characters, up to this many threads (the C encoder,
+                :mod:`tensortext.bpe.native`; the Python one instead runs, from 1 MB, worker
+                processes, :mod:`tensortext.bpe.parallel`); 1: none (``True`` counts as 1, as
+                there).
             allowed_special, disallowed_special, add_special_tokens: as in :meth:`encode`.
 
         Raises:
             TypeError: for ``text`` that is a str, a set or a mapping, or holds a non-str.
-            ValueError: as :meth:`encode` (a disallowed special token; with the C host
+            ValueError: as :meth:`encode` (a disallowed special token; with the C
                 encoder, a segment over 2**30 - 2 characters; ``add_special_tokens=True``
                 without a post-processor).
         """
@@ -307,7 +308,14 @@ class Encoding(DecodeMethods, TensorMethods):
         when more text follows (as tiktoken; the completions come sorted)."""
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, [check_text(text)], allowed, disallowed_special)
-        return unstable.encode_with_unstable(self, text, allowed)
+        return unstable.encode_with_unstable(
+            self._vocab,
+            text,
+            allowed,
+            last_piece=self._encode_last_piece,
+            encode_texts=self.encode_ordinary_batch,
+            sorted_token_bytes=self._sorted_token_bytes,
+        )
 
     def encode_single_token(self, text_or_bytes: str | bytes) -> int:
         """The ID of the one token (ordinary or special) whose text or bytes this is.
@@ -342,21 +350,29 @@ class Encoding(DecodeMethods, TensorMethods):
 
     def _encode_only_native_bpe(self, text: str) -> list[int]:
         """:meth:`encode_ordinary`, one piece at a time on the host (a slow reference)."""
+        backend = self._backends.get()
         pieces = [
             piece
             for segment in prepare_segments(self._vocab, [check_text(text)], frozenset())[0]
-            for piece in self._pieces(segment)
+            for piece in backend.pieces(segment)
         ]
         return [token for piece in pieces for token in self._encode_single_piece(piece)]
 
     def _encode_bytes(self, text: bytes) -> list[int]:
         """Tokens of bytes that may be invalid UTF-8 (tiktoken's private helper)."""
-        return unstable.encode_bytes(self, as_bytes(text, "text"))
+        return unstable.encode_bytes(
+            self._vocab,
+            as_bytes(text, "text"),
+            last_piece=self._encode_last_piece,
+            encode_texts=self.encode_ordinary_batch,
+        )
 
     # ------------------------------------------------------------------ internals
     @cached_property
-    def _host(self) -> HostEncoder:
-        return HostEncoder(self._vocab)
+    def _backends(self) -> Backends:
+        """The encoders of this encoding, built by their first call (see
+        :mod:`tensortext.bpe.backends`)."""
+        return Backends(self._vocab)
 
     @cached_property
     def _sorted_token_bytes(self) -> list[bytes]:
@@ -365,13 +381,6 @@ class Encoding(DecodeMethods, TensorMethods):
     @cached_property
     def _special_ids(self) -> frozenset[int]:
         return frozenset(self._vocab.special_tokens.values())
-
-    @cached_property
-    def _ordinary_ids(self) -> frozenset[int]:
-        return frozenset(self._vocab.mergeable.values())
-
-    def _is_ordinary(self, token: int) -> bool:
-        return token in self._ordinary_ids
 
     def _byte_pair_encode(self, data: bytes) -> list[int]:
         return merge_serial(data, self._vocab.byte_ids, self._vocab.pairs)
@@ -386,30 +395,7 @@ class Encoding(DecodeMethods, TensorMethods):
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
         segments = prepare_segments(self._vocab, texts, allowed)
-        return self._rows(segments, len(texts), num_threads)
-
-    def _rows(self, segments: Segments, n_texts: int, num_threads: int = 1) -> list[list[int]]:
-        """The tokens of each of ``n_texts`` texts given as segments, encoded on the CPU (by
-        the host encoder where it applies: the same IDs, without tensor passes). With
-        ``num_threads`` > 1, a large call runs on threads (the C encoder) or worker processes
-        (the Python one)."""
-        host = self._host
-        if host.native is not None:
-            return host.rows(segments, n_texts, threaded_encoder(host.native, num_threads))
-        if host.usable:
-            workers = parallel.worker_count(num_threads, segments[0])
-            pool = parallel.pool_encoder(self, workers) if workers > 1 else None
-            return host.rows(segments, n_texts, pool)
-        torch = require_torch(
-            f"{self.name}: encoding its {self._vocab.kind} split without the C encoder (the "
-            "Python one has no scanner for it, the tensor engine does)"
-        )
-        from tensortext.bpe.engine import encode_flat
-
-        tokens, lengths = encode_flat(
-            self._vocab, segments, n_texts, torch.device("cpu"), self._vocab.kind
-        )
-        return Flat(tokens, lengths).tolist()
+        return self._backends.get().rows(segments, len(texts), num_threads)
 
     def _encode_arrays(
         self,
@@ -418,42 +404,25 @@ class Encoding(DecodeMethods, TensorMethods):
         disallowed_special: DisallowedSpecial,
         num_threads: int = 1,
     ) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
-        """``(ids [T] uint32, lengths [B] int64)`` of ``texts``: straight from the C encoder's
-        buffers where it is built, else from :meth:`_rows`."""
+        """``(ids [T] uint32, lengths [B] int64)`` of ``texts``, from the CPU's backend."""
         import numpy as np
 
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
         segments = prepare_segments(self._vocab, texts, allowed)
-        native = self._host.native
-        if native is not None:
-            tokens, lengths = encode_segments_flat(native, segments, len(texts), num_threads)
-            return tokens.astype(np.uint32), lengths
-        rows = self._rows(segments, len(texts), num_threads)
-        flat = np.fromiter((token for row in rows for token in row), dtype=np.uint32)
-        return flat, np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-
-    def _pieces(self, segment: str) -> list[str]:
-        """The pieces the split pattern cuts one ordinary segment into (on the CPU)."""
-        if self._host.ascii_pattern is not None:
-            return self._host.split(segment)
-        require_torch(
-            f"{self.name}: splitting with its {self._vocab.kind} pattern in Python (the "
-            "standard library's re has no translation of it; the tensor engine splits it)"
-        )
-        from tensortext.bpe.engine import piece_texts
-
-        return piece_texts(segment, self._vocab.kind)
+        ids, lengths = self._backends.get().flat(segments, len(texts), num_threads)
+        return np.asarray(ids).astype(np.uint32), np.asarray(lengths, dtype=np.int64)
 
     def _shutdown_workers(self) -> None:
         """Stop :meth:`encode_batch`'s worker processes, if any (they end with the interpreter)."""
-        parallel.shutdown_workers(self)
+        self._backends.shutdown_workers()
 
     def _encode_last_piece(self, text: str, allowed: frozenset[str]) -> tuple[list[int], int]:
         """``encode`` (no disallowed check) and how many tokens its last regex piece gave
         (0 when the text ends with a special token or is empty)."""
         segments = prepare_segments(self._vocab, [text], allowed)
-        tokens = self._rows(segments, 1)[0]
+        backend = self._backends.get()
+        tokens = backend.rows(segments, 1, 1)[0]
         last, special = segments[0][-1], segments[1][-1]
-        pieces = self._pieces(last) if special < 0 else []
+        pieces = backend.pieces(last) if special < 0 else []
         return tokens, len(self._encode_single_piece(pieces[-1])) if pieces else 0

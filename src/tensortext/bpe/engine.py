@@ -1,8 +1,9 @@
-"""The batched encoder: split, look up and merge every text of a batch together, on any device.
+"""The tensor engine: split, look up and merge every text of a batch together, on any device.
 
 :func:`encode_flat` turns prepared segments (the texts cut at special tokens) into the token IDs of
 every text, concatenated (``tokens [T]``) with one length per text (``lengths [B]``);
-:func:`pad_flat` pads that into :class:`~tensortext.padded.Padded` ``[B, L]``.
+:func:`pad_flat` pads that into :class:`~tensortext.padded.Padded` ``[B, L]``. Whether it runs,
+and with the Triton kernel or not, is :mod:`tensortext.bpe.backends`' choice.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ import tensortext._torch_required  # noqa: F401 (without torch: an ImportError n
 # isort: split
 import itertools
 import os
-from typing import Literal
 
 import torch
 
 from tensortext.bpe.merge import MergeTables, expand_spans, lookup_pieces, merge_pieces
-from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton, triton_usable
+from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton
 from tensortext.bpe.pretokenize import PatternKind, piece_starts
 from tensortext.bpe.serial import merge_parts_by_rank, merge_serial, merge_tokens
 from tensortext.bpe.text import Segments
@@ -26,15 +26,13 @@ from tensortext.padded import Padded
 
 __all__ = [
     "MAX_PASSES",
-    "MergeBackend",
-    "Segments",
+    "affix_flat",
     "encode_flat",
     "merge_byte_pieces",
     "pad_flat",
     "piece_texts",
 ]
 
-MergeBackend = Literal["auto", "torch", "triton"]
 # Parallel passes before a piece goes on with the sequential heap: a pass per distinct rank
 # merged is cheap for words (a few passes) but not for a long run of random CJK (thousands).
 MAX_PASSES = 64
@@ -83,11 +81,13 @@ def encode_flat(
     n_texts: int,
     device: torch.device,
     kind: PatternKind,
-    merge_backend: MergeBackend = "auto",
+    *,
+    triton: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The tokens of ``n_texts`` texts given as segments: ``(tokens [T], lengths [B])`` int64.
 
-    An ordinary segment is split with the ``kind`` rules; a special one is its token.
+    An ordinary segment is split with the ``kind`` rules; a special one is its token. With
+    ``triton``, pieces up to ``MAX_PIECE_BYTES`` merge in the Triton kernel.
     """
     _running_torch()
     texts, special_list, owner_list = segments
@@ -128,7 +128,7 @@ def encode_flat(
     hit = whole >= 0
     out[piece_start[hit]] = whole[hit]
     rest_start, rest_len = piece_start[~hit], piece_len[~hit]
-    irregular, unfinished = _merge(data, rest_start, rest_len, tables, out, merge_backend)
+    irregular, unfinished = _merge(data, rest_start, rest_len, tables, out, triton)
     if bool((irregular | unfinished).any()):  # rare: one sync, then host work
         _merge_serially(vocab, data, rest_start, rest_len, irregular, unfinished, out)
     segment_bytes = torch.zeros(segment_lens.numel(), dtype=torch.int64, device=device)
@@ -149,7 +149,7 @@ def merge_byte_pieces(vocab: Vocab, pieces: list[bytes]) -> list[list[int]]:
     starts = torch.cumsum(lens, 0) - lens
     out = torch.full((data.numel() + 1,), -1, dtype=torch.int64)
     tables = vocab.tables(torch.device("cpu"))
-    irregular, unfinished = _merge(data, starts, lens, tables, out, "torch")
+    irregular, unfinished = _merge(data, starts, lens, tables, out, triton=False)
     if bool((irregular | unfinished).any()):  # rare: the sequential merges on the host
         _merge_serially(vocab, data, starts, lens, irregular, unfinished, out)
     tokens, counts = _collect(out[:-1], lens)
@@ -215,15 +215,13 @@ def _merge(
     lens: torch.Tensor,
     tables: MergeTables,
     out: torch.Tensor,
-    backend: MergeBackend,
+    triton: bool,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Merge with the chosen backend; returns the ``[P]`` bool masks of the pieces the
-    sequential merges must do (irregular) or finish (unfinished after ``MAX_PASSES``)."""
-    use_triton = backend == "triton" or (
-        backend == "auto" and data.device.type == "cuda" and triton_usable(data.device)
-    )
+    """Merge with the torch passes or (``triton``) the kernel for short pieces; returns the
+    ``[P]`` bool masks of the pieces the sequential merges must do (irregular) or finish
+    (unfinished after ``MAX_PASSES``)."""
     unfinished = torch.zeros(starts.numel(), dtype=torch.bool, device=data.device)
-    if not use_triton:
+    if not triton:
         irregular = merge_pieces(
             data, starts, lens, tables, out, max_passes=MAX_PASSES, unfinished=unfinished
         )

@@ -1,8 +1,8 @@
-"""The host encoder: tiktoken's IDs on the CPU from the standard library's ``re`` and a dict.
+"""The Python encoder: tiktoken's IDs on the CPU from the standard library's ``re`` and a dict.
 
-Where the C extension is built (:mod:`tensortext.bpe.native`), :class:`HostEncoder` hands
-the vocabulary to it and the Python below is the fallback: the same IDs, 3-6x slower, for
-installs without a C compiler and ``TENSORTEXT_NATIVE=0``.
+The C encoder (:mod:`tensortext.bpe.native`) gives the same IDs several times faster; this one
+runs where it is not built or switched off (``TENSORTEXT_NATIVE=0``), and it is the only encoder
+of a light install (no torch) without a C compiler (:mod:`tensortext.bpe.backends` chooses).
 
 On a CPU, the tensor engine (:mod:`tensortext.bpe.engine`) pays for its generality: dozens of
 small torch calls per batch (a millisecond before the first byte) and passes over every byte
@@ -12,9 +12,10 @@ that a dictionary lookup would skip. Real text is mostly pieces seen before, so 
    (:func:`host_pattern`; C speed);
 2. look each piece up in a bounded cache of earlier pieces (about 97% of the pieces of source
    code once warm), then in the vocabulary (a whole token);
-3. merge the bytes of what is left, each new piece once per call: all together in the tensor
-   engine's parallel passes (:func:`~tensortext.bpe.engine.merge_byte_pieces`) when there
-   are many, else one by one (:func:`merge_short`, :func:`merge_by_rank`).
+3. merge the bytes of what is left, each new piece once per call: all together by the
+   ``bulk_merge`` it is given (the tensor engine's parallel passes,
+   :func:`~tensortext.bpe.engine.merge_byte_pieces`, where torch is installed) when there are
+   many, else one by one (:func:`merge_short`, :func:`merge_by_rank`).
 
 The translation is exact, not an approximation: ``\\p{L}``, ``\\p{N}``, ``\\s`` (White_Space),
 ... become explicit codepoint classes built from the same Unicode table as the tensor engine
@@ -24,22 +25,19 @@ rest (letters of historic scripts, emoji planes) is tried only for codepoints be
 ``tests/bpe/test_host.py`` compares both engines with tiktoken, ``tokenizers`` and the ``regex``
 module on random text.
 
-Used by :class:`~tensortext.bpe.Encoding`'s list-returning methods when the patterns are known
-(:data:`~tensortext.bpe.pretokenize.PATTERNS`) and Python has possessive quantifiers (3.11);
-the tensor engine does everything else, and all of ``encode_batch_to_tensor``.
+It applies where the pattern is known (:data:`~tensortext.bpe.patterns.PATTERNS`) and Python
+has possessive quantifiers (3.11): :func:`python_split_available`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from functools import cache, cached_property, lru_cache
+from functools import cache, lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, cast
 
-from tensortext._torch import torch_installed
-from tensortext.bpe.native import native_encoder
-from tensortext.bpe.patterns import PATTERNS
+from tensortext.bpe.patterns import PATTERNS, PatternKind
 from tensortext.bpe.serial import merge_by_rank, merge_serial, merge_short
 from tensortext.bpe.unicode import (
     LETTER,
@@ -53,10 +51,9 @@ from tensortext.bpe.unicode import (
 )
 
 if TYPE_CHECKING:
-    from tensortext.bpe.text import Segments
     from tensortext.bpe.vocab import Vocab
 
-__all__ = ["HostEncoder", "host_pattern"]
+__all__ = ["HostEncoder", "host_pattern", "python_split_available"]
 
 _CACHE_LIMIT = 1 << 18
 """Pieces remembered per encoding; when full, the older half is dropped (a few tens of MB at
@@ -65,11 +62,11 @@ repository's benchmark corpus holds ~150k distinct pieces (2**17: 5.4 MB/s, 2**1
 _CACHED_PIECE_CHARS = 64
 """Longer pieces are not cached (the cache then holds at most a few tens of MB)."""
 _TENSOR_MERGE_MIN = 64
-"""New pieces that go through the tensor merges together (once the tables exist)..."""
+"""New pieces that go through the bulk (tensor) merges together (once the tables exist)..."""
 _BUILD_TABLES_MIN = 4096
 """...and how many make building the tables worth it (about a second for cl100k_base)."""
 _LONG_PIECE_BYTES = 4096
-"""Long pieces of one or two byte values go through the tensor passes (see _few_values)."""
+"""Long pieces of one or two byte values go through the bulk merges (see _few_values)."""
 _SHORT_PIECE_BYTES = 128
 """Pieces up to this long merge by scanning a list of pair ranks (fewer Python steps)."""
 
@@ -284,6 +281,24 @@ def _few_values(piece: bytes) -> bool:
     return len(piece) >= _LONG_PIECE_BYTES and len(set(piece)) <= 2
 
 
+@lru_cache(maxsize=64)
+def _compiled(pat_str: str, below: int) -> re.Pattern[str] | None:
+    """:func:`host_pattern`, compiled once per process (a cache, not a per-object property:
+    nothing holds a lock while it compiles, so a fork in the middle leaves none held)."""
+    return host_pattern(pat_str, below=below)
+
+
+def python_split_available(kind: PatternKind) -> bool:
+    """Whether this encoder can split ``kind``: its pattern translates to ``re`` (a known
+    pattern, Python 3.11+)."""
+    pat_str = _KIND_PATTERNS.get(kind)
+    return pat_str is not None and _compiled(pat_str, 0x80) is not None
+
+
+def _no_whole_token(data: bytes) -> int | None:
+    return None
+
+
 @cache
 def _chunk_boundary() -> re.Pattern[str]:
     pattern = host_pattern(_CHUNK_BOUNDARY, below=_BMP_END)
@@ -292,46 +307,48 @@ def _chunk_boundary() -> re.Pattern[str]:
 
 
 class HostEncoder:
-    """The host encoder of one vocabulary (see the module docstring).
+    """The Python encoder of one vocabulary (see the module docstring).
 
-    ``usable`` is false where it does not apply (an unknown pattern, Python 3.10); the tensor
-    engine then encodes. ``native`` is the C encoder (:mod:`tensortext.bpe.native`) where it
-    applies (pass ``native=False`` for the Python one): :meth:`encode_many` is then one call.
+    ``usable`` is false where it does not apply (an unknown pattern, Python 3.10).
+    ``bulk_merge`` merges many pieces' bytes at once (the tensor engine's passes); without it,
+    every piece merges on its own.
     """
 
-    def __init__(self, vocab: Vocab, *, native: bool = True):
+    def __init__(
+        self, vocab: Vocab, *, bulk_merge: Callable[[list[bytes]], list[list[int]]] | None = None
+    ):
         self.vocab = vocab
-        self.native = native_encoder(vocab) if native else None
+        self.bulk_merge = bulk_merge
         self.pat_str = _KIND_PATTERNS.get(vocab.kind)
         self.single: dict[str, int] = {}  # pieces that are one token (most of them)
         self.multi: dict[str, list[int]] = {}  # pieces of several tokens
         self.whole: Callable[[bytes], int | None] = (
-            vocab.mergeable.get if vocab.whole_piece_lookup else (lambda data: None)
+            vocab.mergeable.get if vocab.whole_piece_lookup else _no_whole_token
         )
 
-    @cached_property
+    @property
     def ascii_pattern(self) -> re.Pattern[str] | None:
         """The split pattern for ASCII text (compiles in milliseconds), or ``None`` if the
         encoding's pattern is not translated."""
-        return None if self.pat_str is None else host_pattern(self.pat_str, below=0x80)
+        return None if self.pat_str is None else _compiled(self.pat_str, 0x80)
 
     @property
     def usable(self) -> bool:
-        return self.native is not None or self.ascii_pattern is not None
+        return self.ascii_pattern is not None
 
-    @cached_property
+    @property
     def bmp_pattern(self) -> re.Pattern[str]:
         """The split pattern for text without codepoints beyond U+FFFF (most text: faster)."""
         return self._pattern_below(_BMP_END)
 
-    @cached_property
+    @property
     def pattern(self) -> re.Pattern[str]:
         """The split pattern for any text."""
         return self._pattern_below(0x110000)
 
     def _pattern_below(self, below: int) -> re.Pattern[str]:
         assert self.pat_str is not None, "check usable first"
-        pattern = host_pattern(self.pat_str, below=below)
+        pattern = _compiled(self.pat_str, below)
         assert pattern is not None  # as the ASCII pattern, which is not None
         return pattern
 
@@ -353,23 +370,6 @@ class HostEncoder:
             pieces += (self.bmp_pattern if fast else self.pattern).findall(chunk)
         return pieces
 
-    def rows(
-        self,
-        segments: Segments,
-        n_texts: int,
-        encode_many: Callable[[list[str]], list[list[int]]] | None = None,
-    ) -> list[list[int]]:
-        """The tokens of each of ``n_texts`` texts given as prepared segments; the ordinary
-        segments go through ``encode_many`` (default: :meth:`encode_many`; the worker pool's
-        for a large ``encode_batch``)."""
-        texts, specials, owners = segments
-        ordinary = [index for index, special in enumerate(specials) if special < 0]
-        encoded = iter((encode_many or self.encode_many)([texts[index] for index in ordinary]))
-        rows: list[list[int]] = [[] for _ in range(n_texts)]
-        for special, owner in zip(specials, owners, strict=True):
-            rows[owner] += [special] if special >= 0 else next(encoded)
-        return rows
-
     def encode_ordinary(self, text: str) -> list[int]:
         """The tokens of one ordinary segment (no special tokens, options applied)."""
         return self.encode_many([text])[0]
@@ -382,8 +382,6 @@ class HostEncoder:
         (pieces of several tokens, about 7% of them, and new pieces) are found with
         ``list.index`` and spliced in, so the Python work follows the holes, not the pieces.
         """
-        if self.native is not None:
-            return self.native.encode_many(texts)  # type: ignore[no-any-return]
         single, multi = self.single, self.multi
         splits = [self.split(text) for text in texts]
         rows = [list(map(single.get, pieces)) for pieces in splits]
@@ -445,17 +443,14 @@ class HostEncoder:
         return new
 
     def _merge(self, pieces: list[bytes]) -> list[list[int]]:
-        """Byte-pair merges of pieces that are no whole token: together in the tensor passes
-        when there are many and the tables are built (or worth building) and torch is installed,
-        else one by one."""
+        """Byte-pair merges of pieces that are no whole token: together by ``bulk_merge``
+        when there are many and the tables are built (or worth building), else one by one."""
         vocab = self.vocab
         batched = len(pieces) >= _TENSOR_MERGE_MIN and vocab.has_tables()
-        if (
+        if self.bulk_merge is not None and (
             batched or len(pieces) >= _BUILD_TABLES_MIN or any(map(_few_values, pieces))
-        ) and torch_installed():
-            from tensortext.bpe.engine import merge_byte_pieces
-
-            return merge_byte_pieces(vocab, pieces)
+        ):
+            return self.bulk_merge(pieces)
         if not vocab.ranks_are_ids:
             return [merge_serial(data, vocab.byte_ids, vocab.pairs) for data in pieces]
         return [

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tensortext.bpe.registry import get_encoding
+
 if TYPE_CHECKING:
     from tensortext.bpe.core import Encoding
 
@@ -77,6 +79,4 @@ def encoding_name_for_model(model_name: str) -> str:
 
 def encoding_for_model(model_name: str) -> Encoding:
     """The encoding that ``model_name`` uses (:func:`encoding_name_for_model`, loaded)."""
-    from tensortext.bpe.registry import get_encoding
-
     return get_encoding(encoding_name_for_model(model_name))

@@ -1,4 +1,4 @@
-"""The host encoder's C core (``csrc/native.c``, built as ``tensortext.bpe._native``).
+"""The C encoder (``csrc/native.c``, built as ``tensortext.bpe._native``), the CPU backend.
 
 For byte-level BPE vocabularies, tiktoken's (rank = ID, as every ``.tiktoken`` file) or a
 Hugging Face merges list, and the split patterns of :data:`~tensortext.bpe.pretokenize.PATTERNS`
@@ -9,8 +9,9 @@ do. It releases the GIL, so ``encode_batch(num_threads=N)`` runs it on N threads
 process (no worker processes, no copies of the vocabulary).
 
 The extension is optional. Without a C compiler at install, or with ``TENSORTEXT_NATIVE=0`` in
-the environment, the pure-Python host encoder (:mod:`tensortext.bpe.host`) gives the same IDs,
-more slowly; :func:`native_available` tells which one runs.
+the environment, the pure-Python encoder (:mod:`tensortext.bpe.host`) gives the same IDs,
+more slowly; :func:`native_available` tells whether the C encoder can run, and
+:mod:`tensortext.bpe.backends` chooses.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_SEGMENT_CHARS",
     "THREADS_MIN_CHARS",
     "encode_segments_flat",
+    "native_applies",
     "native_available",
     "native_encoder",
     "threaded_encoder",
@@ -93,12 +95,22 @@ def native_available() -> bool:
     return _native is not None and value not in _OFF
 
 
+def native_applies(kind: str) -> bool:
+    """Whether the C encoder can encode the ``kind`` split: it knows that split (not BlockBPE's
+    one piece per segment) and :func:`native_available`.
+
+    Raises:
+        ValueError: for a ``TENSORTEXT_NATIVE`` that is not understood.
+    """
+    return kind in _KIND_CODES and native_available()
+
+
 def native_encoder(vocab: Vocab) -> Any | None:
-    """The C encoder of ``vocab``, or ``None`` where it does not apply: not built or switched
-    off, or a split it does not know (one piece per segment, BlockBPE's)."""
-    kind = _KIND_CODES.get(vocab.kind)
-    if kind is None or not native_available():
+    """The C encoder of ``vocab``, or ``None`` where it does not apply (see
+    :func:`native_applies`)."""
+    if not native_applies(vocab.kind):
         return None
+    kind = _KIND_CODES[vocab.kind]
     merges = None
     if vocab.merges is not None:  # (left, right, rank, merged) quads
         quads = [(*pair, *result) for pair, result in vocab.merges.items()]

@@ -1,11 +1,12 @@
-"""``encode_batch`` on several CPU cores without the C encoder: the host encoder in worker
-processes.
+"""``encode_batch`` on several CPU cores without the C encoder: the Python encoder in worker
+processes (and the thread helpers the C encoder shares).
 
 tiktoken's ``encode_batch(num_threads=8)`` runs its Rust encoder on a thread pool, and so does
-the C host encoder (:mod:`tensortext.bpe.native`), which releases the GIL. Where it is not built
-(or for a vocabulary it does not take), the host encoder (:mod:`tensortext.bpe.host`) is Python,
+the C encoder (:mod:`tensortext.bpe.native`), which releases the GIL. Where it is not built
+(or for a vocabulary it does not take), the Python encoder (:mod:`tensortext.bpe.host`) runs,
 and one interpreter runs Python on one core at a time, so a large batch goes instead to worker
-processes, each with the encoding's host encoder and its own piece cache. The workers start
+processes (:class:`Workers`, given the encoder as a callable), each with its own piece
+cache. The workers start
 on the first large call (the platform's default start method: ``fork`` on Linux up to Python
 3.13) and stay for the next ones, with their caches warm; they ignore Ctrl-C (the caller's
 process handles it) and end with the interpreter.
@@ -37,25 +38,20 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from itertools import chain
-from typing import TYPE_CHECKING
 
-from tensortext._torch import torch_installed
 from tensortext.padded import split_rows
-
-if TYPE_CHECKING:
-    from tensortext.bpe.core import Encoding
-    from tensortext.bpe.host import HostEncoder
 
 __all__ = [
     "PARALLEL_MIN_CHARS",
     "WorkerPool",
+    "Workers",
     "balanced_chunks",
-    "pool_encoder",
-    "shutdown_workers",
     "usable_cores",
     "worker_count",
 ]
 
+EncodeMany = Callable[[list[str]], list[list[int]]]
+"""Ordinary segments -> the tokens of each: what the workers run."""
 PARALLEL_MIN_CHARS = 1 << 20
 """Characters of ordinary text in one call from which ``encode_batch`` uses worker processes."""
 _CHUNKS_PER_WORKER = 1
@@ -82,7 +78,11 @@ def worker_count(num_threads: int, texts: list[str]) -> int:
 
 
 class WorkerPool:
-    """``workers`` processes, each holding ``encoding``'s host encoder (started on first use).
+    """``workers`` processes, each running ``encode_many`` (started on first use).
+
+    ``before_start`` runs here first (to build what the workers share once forked, instead of
+    each building its own: the tensor merges' tables, about a second and tens of MB per worker
+    for cl100k_base); ``in_worker`` runs in each worker as it starts.
 
     A pool belongs to the process that made it (``pid``). A forked child inherits the object
     but not the threads that feed its workers: were the child to submit, nothing would collect
@@ -91,23 +91,25 @@ class WorkerPool:
     down an inherited pool: it forgets it.
     """
 
-    def __init__(self, encoding: Encoding, workers: int):
+    def __init__(
+        self,
+        encode_many: EncodeMany,
+        workers: int,
+        *,
+        before_start: Callable[[], None] | None = None,
+        in_worker: Callable[[], None] | None = None,
+    ):
         self.workers = workers
         self.pid = os.getpid()
-        # Built before the workers fork, they share the tables instead of each building its own
-        # (about a second and tens of MB per worker for cl100k_base). Without torch, the
-        # workers merge piece by piece in Python and need no tables.
-        if torch_installed():
-            import torch
-
-            encoding._vocab.tables(torch.device("cpu"))
+        if before_start is not None:
+            before_start()
         self.executor = ProcessPoolExecutor(
-            max_workers=workers, initializer=_start_worker, initargs=(encoding,)
+            max_workers=workers, initializer=_start_worker, initargs=(encode_many, in_worker)
         )
         _LIVE_POOLS.add(self)
 
     def encode_many(self, texts: list[str], workers: int | None = None) -> list[list[int]]:
-        """:meth:`HostEncoder.encode_many` of ``texts``, in chunks across ``workers`` of the
+        """The pool's ``encode_many`` of ``texts``, in chunks across ``workers`` of the
         workers (default: all).
 
         Raises:
@@ -167,38 +169,56 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_live_pools)
 
 
-def pool_encoder(encoding: Encoding, workers: int) -> Callable[[list[str]], list[list[int]]]:
-    """``encode_many`` through ``workers`` processes of ``encoding``'s pool (kept on the
-    encoding between calls; a pool with fewer processes is replaced, one with more serves). If
-    a worker dies, the texts are encoded in this process with a ``RuntimeWarning``, and the
-    next call starts a pool."""
-    pool = encoding.__dict__.get("_pool")
-    if pool is None or pool.inherited or pool.workers < workers:
-        shutdown_workers(encoding)  # (an inherited pool is only forgotten)
-        pool = encoding.__dict__["_pool"] = WorkerPool(encoding, workers)
+class Workers:
+    """The worker processes of one encoder, started by the first large call and kept for the
+    next ones (a pool with fewer processes is replaced, one with more serves).
 
-    def encode_many(texts: list[str]) -> list[list[int]]:
-        try:
-            return pool.encode_many(texts, workers)
-        except BrokenProcessPool as error:
-            warnings.warn(
-                f"tensortext: an encode_batch worker process died ({error}); encoding in this "
-                "process instead (pass num_threads=1 to skip the workers)",
-                RuntimeWarning,
-                stacklevel=6,
+    Args:
+        encode_many: the encoder, run in each worker and, if a worker dies, in this process.
+        before_start, in_worker: as in :class:`WorkerPool`.
+    """
+
+    def __init__(
+        self,
+        encode_many: EncodeMany,
+        *,
+        before_start: Callable[[], None] | None = None,
+        in_worker: Callable[[], None] | None = None,
+    ):
+        self.encode_many = encode_many
+        self.before_start, self.in_worker = before_start, in_worker
+        self.pool: WorkerPool | None = None
+
+    def encoder(self, workers: int) -> EncodeMany:
+        """``encode_many`` through ``workers`` processes. If a worker dies, the texts are
+        encoded in this process with a ``RuntimeWarning``, and the next call starts a pool."""
+        pool = self.pool
+        if pool is None or pool.inherited or pool.workers < workers:
+            self.shutdown()  # (an inherited pool is only forgotten)
+            pool = self.pool = WorkerPool(
+                self.encode_many, workers, before_start=self.before_start, in_worker=self.in_worker
             )
-            shutdown_workers(encoding)
-            return encoding._host.encode_many(texts)
 
-    return encode_many
+        def encode_many(texts: list[str]) -> list[list[int]]:
+            try:
+                return pool.encode_many(texts, workers)
+            except BrokenProcessPool as error:
+                warnings.warn(
+                    f"tensortext: an encode_batch worker process died ({error}); encoding in "
+                    "this process instead (pass num_threads=1 to skip the workers)",
+                    RuntimeWarning,
+                    stacklevel=6,  # encode_batch's caller
+                )
+                self.shutdown()
+                return self.encode_many(texts)
 
+        return encode_many
 
-def shutdown_workers(encoding: Encoding) -> None:
-    """Stop ``encoding``'s worker processes, if it has any (in a forked child, forget the
-    parent's)."""
-    pool = encoding.__dict__.pop("_pool", None)
-    if pool is not None:
-        pool.shutdown()
+    def shutdown(self) -> None:
+        """Stop the worker processes, if any (in a forked child, forget the parent's)."""
+        pool, self.pool = self.pool, None
+        if pool is not None:
+            pool.shutdown()
 
 
 def balanced_chunks(texts: list[str], count: int) -> list[list[str]]:
@@ -220,24 +240,22 @@ def balanced_chunks(texts: list[str], count: int) -> list[list[str]]:
     return chunks
 
 
-_WORKER_HOST: HostEncoder | None = None
-"""The host encoder of this worker process (set by :func:`_start_worker`)."""
+_WORKER_ENCODE: EncodeMany | None = None
+"""The encoder of this worker process (set by :func:`_start_worker`)."""
 
 
-def _start_worker(encoding: Encoding) -> None:
-    global _WORKER_HOST
+def _start_worker(encode_many: EncodeMany, in_worker: Callable[[], None] | None) -> None:
+    global _WORKER_ENCODE
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the calling process's to handle
-    if torch_installed():
-        import torch
-
-        torch.set_num_threads(1)  # the tensor merges of new pieces: one core per worker
-    _WORKER_HOST = encoding._host
+    if in_worker is not None:
+        in_worker()
+    _WORKER_ENCODE = encode_many
 
 
 def _encode_chunk(texts: list[str]) -> tuple[array[int], list[int]]:
     """The tokens of ``texts``, flat in an array with each text's count: a list of lists of
     ints takes 4x longer to unpickle in the calling process, which would then be the
     bottleneck."""
-    assert _WORKER_HOST is not None, "set by the pool's initializer"
-    rows = _WORKER_HOST.encode_many(texts)
+    assert _WORKER_ENCODE is not None, "set by the pool's initializer"
+    rows = _WORKER_ENCODE(texts)
     return array("q", chain.from_iterable(rows)), list(map(len, rows))

@@ -17,7 +17,6 @@ from typing import Any, NamedTuple
 
 from tensortext.bpe import openai_files
 from tensortext.bpe.core import Encoding
-from tensortext.bpe.host import HostEncoder
 from tensortext.bpe.patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file
 
@@ -105,10 +104,10 @@ def _new_lock() -> None:
     """In a forked child: a thread of the parent may have held a lock at the fork, and it does
     not exist here to release it. The registry's lock, and on Python before 3.12 the one lock
     per class that ``functools.cached_property`` holds while it computes (building the tables
-    or the host encoder of any encoding)."""
+    of any encoding)."""
     global _LOCK
     _LOCK = threading.Lock()
-    for cls in (Encoding, Vocab, HostEncoder):
+    for cls in (Encoding, Vocab):
         for attribute in vars(cls).values():
             if isinstance(attribute, cached_property) and hasattr(attribute, "lock"):
                 attribute.lock = threading.RLock()
@@ -160,13 +159,15 @@ def get_encoding(encoding_name: str) -> Encoding:
     with _LOCK:
         if encoding_name not in LOADED:
             spec = ENCODINGS[encoding_name]
-            LOADED[encoding_name] = Encoding(
+            encoding = Encoding(
                 encoding_name,
                 pat_str=spec.pat_str,
                 mergeable_ranks=mergeable_ranks(spec.ranks),
                 special_tokens=dict(spec.special_tokens),
                 explicit_n_vocab=spec.explicit_n_vocab,
             )
+            encoding._pickle_as = (get_encoding, encoding_name)  # shared: pickled by name
+            LOADED[encoding_name] = encoding
     return LOADED[encoding_name]
 
 

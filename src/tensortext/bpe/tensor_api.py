@@ -1,9 +1,9 @@
 """The tensor variants of :class:`~tensortext.bpe.Encoding`, under names of their own:
 ``encode_to_tensor`` (``[L]``), ``encode_batch_to_tensor`` (:class:`~tensortext.padded.Padded`
 ``[B, L]``) and ``encode_batch_to_flat`` (:class:`~tensortext.padded.Flat`, no padding), from
-the tensor engine (:mod:`tensortext.bpe.engine`) on any device, or, for a CPU with
-``merge_backend="auto"``, from the C host encoder (:mod:`tensortext.bpe.native`) where it
-applies: the same IDs, several times faster, on ``torch.get_num_threads()`` threads.
+the backend :mod:`tensortext.bpe.backends` chooses: the tensor engine on a GPU or with
+``merge_backend="torch"``; on a CPU with ``merge_backend="auto"``, the C encoder where it
+applies (the same IDs, several times faster, on ``torch.get_num_threads()`` threads).
 
 torch and the engine are imported by the first call, so the tokenizer alone runs without them.
 """
@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Literal
 
 from tensortext._checks import check_choice, check_int, resolve_device
 from tensortext._torch import require_torch
-from tensortext.bpe.native import encode_segments_flat
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.post_processor import post_processor_affixes
 from tensortext.bpe.text import (
@@ -33,8 +32,7 @@ from tensortext.padded import PAD_ID, Flat, Padded
 if TYPE_CHECKING:
     import torch
 
-    from tensortext.bpe.engine import MergeBackend
-    from tensortext.bpe.host import HostEncoder
+    from tensortext.bpe.backends import Backends, MergeBackend
     from tensortext.bpe.vocab import Vocab
 
 __all__ = ["Pretokenize", "TensorMethods"]
@@ -50,7 +48,7 @@ class TensorMethods:
     if TYPE_CHECKING:
 
         @property
-        def _host(self) -> HostEncoder: ...  # Encoding's (cached)
+        def _backends(self) -> Backends: ...  # Encoding's (cached)
 
     def encode_to_tensor(
         self,
@@ -98,14 +96,15 @@ class TensorMethods:
             pad_id: fills ``ids`` past each length; -1 so that forgetting ``lengths`` fails
                 loudly (ID 0 is a real token, ``!``).
             merge_backend: ``"auto"`` (on CUDA, the Triton kernel when triton is installed,
-                for pieces up to 64 bytes, torch otherwise; on a CPU, the C host encoder where
-                it applies), ``"torch"`` (the tensor engine on every device) or ``"triton"``.
-                All give the same IDs.
+                for pieces up to 64 bytes, torch otherwise; on a CPU, the C encoder where it
+                applies, else the Python one where it does; see
+                :mod:`tensortext.bpe.backends`), ``"torch"`` (the tensor engine on every
+                device) or ``"triton"``. All give the same IDs.
             add_special_tokens: add the Hugging Face post-processor's tokens around each text
                 (e.g. a BOS), as HF's ``encode(..., add_special_tokens=True)``; refused on an
                 encoding that has none (tiktoken's).
-            num_threads: the C host encoder's threads on a CPU (default:
-                ``torch.get_num_threads()``; one per usable core at most).
+            num_threads: the C encoder's threads (the Python encoder's worker processes) on
+                a CPU (default: ``torch.get_num_threads()``; one per usable core at most).
 
         Returns:
             :class:`~tensortext.padded.Padded` ``(ids [B, L], lengths [B])`` int64; row ``b``
@@ -114,7 +113,7 @@ class TensorMethods:
         Raises:
             TypeError: for ``texts`` that is a str, a set or a mapping, or holds a non-str.
             ValueError: for a disallowed special token (as :meth:`encode`), or, where the C
-                host encoder runs, a segment (a text, or a part between allowed special
+                encoder runs, a segment (a text, or a part between allowed special
                 tokens) over :data:`~tensortext.bpe.native.MAX_SEGMENT_CHARS` (2**30 - 2)
                 characters, or ``add_special_tokens=True`` on an encoding without a Hugging
                 Face post-processor.
@@ -172,10 +171,9 @@ class TensorMethods:
         add_special_tokens: bool,
         num_threads: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Checks every argument, then ``(tokens [T], lengths [B])`` from the tensor engine, or
-        from the C host encoder for a CPU with ``merge_backend="auto"``."""
+        """Checks every argument, then ``(tokens [T], lengths [B])`` on the target device from
+        the chosen backend."""
         torch = require_torch("the tensor methods (encode_to_tensor, encode_batch_to_tensor, ...)")
-        from tensortext.bpe.engine import encode_flat
         from tensortext.bpe.merge_triton import triton_usable
 
         check_choice("pretokenize", pretokenize, ("regex", "bytes"))
@@ -194,10 +192,7 @@ class TensorMethods:
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
         kind: PatternKind = "bytes" if pretokenize == "bytes" else self._vocab.kind
         segments = prepare_segments(self._vocab, texts, allowed)
-        on_host = target.type == "cpu" and merge_backend == "auto" and kind != "bytes"
-        native = self._host.native if on_host else None  # (CUDA: no host encoder is built)
-        if native is not None:
-            threads = torch.get_num_threads() if num_threads is None else num_threads
-            tokens, lengths = encode_segments_flat(native, segments, len(texts), threads)
-            return torch.from_numpy(tokens), torch.from_numpy(lengths)
-        return encode_flat(self._vocab, segments, len(texts), target, kind, merge_backend)
+        backend = self._backends.get(target, merge_backend, kind)
+        threads = torch.get_num_threads() if num_threads is None else num_threads
+        tokens, lengths = backend.flat(segments, len(texts), threads)
+        return torch.as_tensor(tokens, device=target), torch.as_tensor(lengths, device=target)

@@ -5,17 +5,29 @@ The tokens of the last regex piece are *unstable*: more text could merge them di
 completions are every token sequence that the encoder could produce for those bytes followed by
 more text, found as tiktoken finds them (single tokens that extend the bytes, then every way a
 token straddling the end could re-tokenize), so both libraries return the same set.
+
+The functions take the vocabulary and the encoder's calls they need (``last_piece``,
+``encode_texts``), so they work with any encoder.
 """
 
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tensortext.bpe.core import Encoding
+from tensortext.bpe.serial import merge_serial
 
-__all__ = ["encode_bytes", "encode_with_unstable"]
+if TYPE_CHECKING:
+    from tensortext.bpe.vocab import Vocab
+
+__all__ = ["EncodeTexts", "LastPiece", "encode_bytes", "encode_with_unstable"]
+
+LastPiece = Callable[[str, frozenset[str]], tuple[list[int], int]]
+"""``(text, allowed special tokens) -> (tokens, count)``: the text's tokens and how many of them
+its last regex piece gave (0 when it ends with a special token or is empty)."""
+EncodeTexts = Callable[[list[str]], list[list[int]]]
+"""Texts -> the tokens of each, special-token text as ordinary text (``encode_ordinary_batch``)."""
 
 # Unicode's White_Space property (Rust's char::is_whitespace, which tiktoken uses).
 WHITE_SPACE = frozenset(
@@ -23,13 +35,14 @@ WHITE_SPACE = frozenset(
 )
 
 
-def widen_last_piece(enc: Encoding, tokens: list[int], count: int) -> int:
+def widen_last_piece(vocab: Vocab, tokens: list[int], count: int) -> int:
     """How many trailing tokens are unstable: the last piece's ``count``, widened over earlier
     all-whitespace tokens when the last piece is one (a later newline could join them)."""
 
     def all_space(token: int) -> bool:
-        data = enc._vocab.tokens[token] if enc._is_ordinary(token) else None
-        return data is not None and all(byte in b" \n\t" for byte in data)
+        data = vocab.tokens[token]
+        ordinary = data is not None and vocab.mergeable.get(data) == token
+        return ordinary and all(byte in b" \n\t" for byte in data or b"")
 
     if count > 0 and all_space(tokens[len(tokens) - count]):
         while count < len(tokens) and all_space(tokens[len(tokens) - count - 1]):
@@ -38,59 +51,83 @@ def widen_last_piece(enc: Encoding, tokens: list[int], count: int) -> int:
 
 
 def encode_with_unstable(
-    enc: Encoding, text: str, allowed: frozenset[str]
+    vocab: Vocab,
+    text: str,
+    allowed: frozenset[str],
+    *,
+    last_piece: LastPiece,
+    encode_texts: EncodeTexts,
+    sorted_token_bytes: Sequence[bytes],
 ) -> tuple[list[int], list[list[int]]]:
-    """``(stable tokens, completions)``; the completions are sorted (tiktoken's are a set)."""
-    tokens, count = enc._encode_last_piece(text, allowed)
+    """``(stable tokens, completions)``; the completions are sorted (tiktoken's are a set).
+
+    Args:
+        vocab: the encoding's vocabulary.
+        text: checked for disallowed special tokens already.
+        allowed: the special tokens encoded as such.
+        last_piece, encode_texts: the encoder's calls (see :data:`LastPiece`, :data:`EncodeTexts`).
+        sorted_token_bytes: every ordinary token's bytes, sorted (kept by the caller).
+    """
+    tokens, count = last_piece(text, allowed)
     if count == 0:
         return tokens, []
-    count = widen_last_piece(enc, tokens, count)
-    unstable = enc.decode_bytes(tokens[len(tokens) - count :])
+    count = widen_last_piece(vocab, tokens, count)
+    unstable = _token_bytes(vocab, tokens[len(tokens) - count :])
     tokens = tokens[: len(tokens) - count]
     completions: set[tuple[int, ...]] = set()
     if not unstable:
         return tokens, []
-    sorted_bytes = enc._sorted_token_bytes
-    mergeable = enc._vocab.mergeable
-    completions.update((mergeable[token],) for token in _extending(sorted_bytes, unstable))
+    mergeable = vocab.mergeable
+    completions.update((mergeable[token],) for token in _extending(sorted_token_bytes, unstable))
     possibilities = [
         unstable[:cut] + token
         for cut in range(1, len(unstable))
-        for token in _extending(sorted_bytes, unstable[cut:])
+        for token in _extending(sorted_token_bytes, unstable[cut:])
     ]
-    for encoded in _encode_possibilities(enc, possibilities):
-        completions.add(_covering(enc, encoded, len(unstable)))
+    for encoded in _encode_possibilities(vocab, possibilities, encode_texts):
+        completions.add(_covering(vocab, encoded, len(unstable)))
     last = _last_char(unstable)
     if len(unstable) > 1 and last is not None and ord(last[0]) in WHITE_SPACE and last[1] > 0:
         cut = len(unstable) - last[1]
         if cut > 0:
-            completions.add(
-                tuple(enc._byte_pair_encode(unstable[:cut]) + enc._byte_pair_encode(unstable[cut:]))
-            )
+            completions.add(tuple(_merge(vocab, unstable[:cut]) + _merge(vocab, unstable[cut:])))
     return tokens, sorted(list(seq) for seq in completions)
 
 
-def encode_bytes(enc: Encoding, data: bytes) -> list[int]:
+def encode_bytes(
+    vocab: Vocab, data: bytes, *, last_piece: LastPiece, encode_texts: EncodeTexts
+) -> list[int]:
     """Tokens of ``data`` that may be invalid UTF-8: the valid prefix is encoded as text; the
-    last piece's tokens and the invalid rest are merged again as bytes."""
+    last piece's tokens and the invalid rest are merged again as bytes (the arguments are
+    :func:`encode_with_unstable`'s)."""
     try:
-        return enc.encode_ordinary(data.decode("utf-8"))
+        return encode_texts([data.decode("utf-8")])[0]
     except UnicodeDecodeError as error:
         valid = error.start
-    tokens, count = enc._encode_last_piece(data[:valid].decode("utf-8"), frozenset())
-    count = widen_last_piece(enc, tokens, count)
+    tokens, count = last_piece(data[:valid].decode("utf-8"), frozenset())
+    count = widen_last_piece(vocab, tokens, count)
     if tokens and count > 0:
-        rest = enc.decode_bytes(tokens[len(tokens) - count :]) + data[valid:]
+        rest = _token_bytes(vocab, tokens[len(tokens) - count :]) + data[valid:]
         tokens = tokens[: len(tokens) - count]
     else:
         rest = data[valid:]
     if rest:
-        whole = enc._vocab.mergeable.get(rest)
-        tokens.extend([whole] if whole is not None else enc._byte_pair_encode(rest))
+        whole = vocab.mergeable.get(rest)
+        tokens.extend([whole] if whole is not None else _merge(vocab, rest))
     return tokens
 
 
-def _extending(sorted_bytes: list[bytes], prefix: bytes) -> list[bytes]:
+def _token_bytes(vocab: Vocab, tokens: list[int]) -> bytes:
+    """The bytes of ordinary tokens (the last piece's, and whitespace before it)."""
+    return b"".join(vocab.tokens[token] or b"" for token in tokens)
+
+
+def _merge(vocab: Vocab, data: bytes) -> list[int]:
+    """Byte-pair merges of ``data`` as one piece."""
+    return merge_serial(data, vocab.byte_ids, vocab.pairs)
+
+
+def _extending(sorted_bytes: Sequence[bytes], prefix: bytes) -> Sequence[bytes]:
     """The tokens (from the sorted list of all token bytes) that start with ``prefix``."""
     start = bisect.bisect_left(sorted_bytes, prefix)
     end = start
@@ -99,7 +136,9 @@ def _extending(sorted_bytes: list[bytes], prefix: bytes) -> list[bytes]:
     return sorted_bytes[start:end]
 
 
-def _encode_possibilities(enc: Encoding, possibilities: list[bytes]) -> list[list[int]]:
+def _encode_possibilities(
+    vocab: Vocab, possibilities: list[bytes], encode_texts: EncodeTexts
+) -> list[list[int]]:
     """Valid UTF-8 goes through the regex split (one batched call); the rest is merged whole."""
     texts: list[str] = []
     where: list[int] = []
@@ -109,19 +148,19 @@ def _encode_possibilities(enc: Encoding, possibilities: list[bytes]) -> list[lis
             texts.append(data.decode("utf-8"))
             where.append(index)
         except UnicodeDecodeError:
-            results[index] = enc._byte_pair_encode(data)
-    for index, encoded in zip(where, enc.encode_ordinary_batch(texts), strict=True):
+            results[index] = _merge(vocab, data)
+    for index, encoded in zip(where, encode_texts(texts), strict=True):
         results[index] = encoded
     return results
 
 
-def _covering(enc: Encoding, encoded: list[int], size: int) -> tuple[int, ...]:
+def _covering(vocab: Vocab, encoded: list[int], size: int) -> tuple[int, ...]:
     """The shortest prefix of ``encoded`` whose bytes reach ``size``."""
     seq: list[int] = []
     covered = 0
     for token in encoded:
         seq.append(token)
-        covered += len(enc._vocab.tokens[token] or b"")
+        covered += len(vocab.tokens[token] or b"")
         if covered >= size:
             break
     return tuple(seq)

@@ -26,10 +26,8 @@ if TYPE_CHECKING:
 __all__ = [
     "TextOptions",
     "Vocab",
-    "bytes_to_unicode",
     "check_ids",
     "id_bound",
-    "read_hf_json",
     "read_tiktoken_file",
     "sha256_of",
 ]
@@ -385,8 +383,3 @@ def _locate_error(path: Path, data: bytes, count: int) -> None:
             )
         tokens.add(token)
         seen_ranks.add(rank)
-
-
-# Re-exported for the callers that import them from here (defined in hf_json, which imports
-# this module: by the time it runs, everything above exists).
-from tensortext.bpe.hf_json import bytes_to_unicode, read_hf_json  # noqa: E402

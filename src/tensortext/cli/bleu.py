@@ -401,12 +401,10 @@ def _bleu_encoder(args: argparse.Namespace, device: torch.device) -> Encode:
         return tokenize
     encoding = load_encoding(args.tokenize)
 
-    def encode(lines: list[str], name: str) -> Flat:
+    def encode(lines: list[str], name: str) -> Flat:  # (the encoding picks its encoder)
         lines = [line.lower() for line in lines] if args.lowercase else lines
-        if device.type == "cpu":  # the host encoder's lists
-            return flat_rows(encoding.encode_ordinary_batch(lines))
-        padded = encoding.encode_batch_to_tensor(lines, device=device, disallowed_special=())
-        return flat_rows(padded.tolist())
+        flat = encoding.encode_batch_to_flat(lines, device=device, disallowed_special=())
+        return Flat(flat.ids.cpu(), flat.lengths.cpu())
 
     return encode
 

@@ -1,21 +1,32 @@
 /* tensortext.bpe._native: the host encoder's split and merges in C (optional; see native.py).
  *
- * One Encoder holds a byte-level BPE vocabulary in an open-addressing hash table, the Unicode
- * class table of tensortext.bpe.unicode, and the split rules of one pattern kind. The rules are
- * those of pretokenize/rules.py (and splits.py for DeepSeek-V3's sequence of three splits),
- * taken one position at a time: for the piece starting at i, each alternative of the regex in
- * order says whether it matches and where it ends, backtracking resolved analytically.
+ * One Encoder holds a byte-level BPE vocabulary, the Unicode class table of
+ * tensortext.bpe.unicode, and the split rules of one pattern kind. The rules are those of
+ * pretokenize/rules.py (and splits.py for DeepSeek-V3's sequence of three splits), taken one
+ * position at a time: for the piece starting at i, each alternative of the regex in order says
+ * whether it matches and where it ends, backtracking resolved analytically. ASCII text is split
+ * straight from its bytes; other text from its codepoints and their class flags.
+ *
+ * The design is for memory, which bounds BPE on real text: most pieces are one token (92% of
+ * cl100k_base's on mixed text), so the cost is the lookups, each a random read of a table of
+ * megabytes. A lookup of up to 8 bytes reads one 16-byte slot holding the token's first 8 bytes,
+ * length, 16 hash bits and ID, and confirms the bytes there (longer tokens: the rest from the
+ * blob); 2-byte strings index a direct table; merge candidates, which are mostly not tokens,
+ * first test a 256 KB filter; the next piece's slot is prefetched while a piece encodes; and a
+ * call remembers the tokens of the pieces it merged (real text repeats them).
  *
  * Merges go lowest rank first, leftmost on ties. By tiktoken's rule (rank = ID; a pair merges
  * when its bytes are a token): a scan of the pair ranks for short pieces, a heap over a linked
  * list for long ones (the same order, O(n log n)). By a Hugging Face merges list ((left ID,
  * right ID) -> (rank, merged ID), in a second hash): the heap.
  *
- * encode_many() reads the str objects with the GIL held, then releases it for all the work,
- * so Python threads calling it encode on several cores.
+ * encode_many() and encode_flat() read the str objects with the GIL held, then release it for
+ * all the work, so Python threads calling them encode on several cores.
  *
- * tables.h: flags, kinds, the Encoder and its hash; split.h: the split rules; merge.h: work
- * buffers and the merges; this file: one text, and the Python type. setup.py builds it.
+ * tables.h: flags, kinds, the Encoder and its hash; merge.h: work buffers, the piece cache and
+ * the merges; build.h: the tables built and freed; tiktoken_file.h: .tiktoken files read in C;
+ * split.h: the split rules (compiled twice); this file: one text, and the Python type. setup.py
+ * builds it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +37,8 @@
 
 #include "tables.h"
 #include "merge.h"
+#include "build.h"
+#include "tiktoken_file.h"
 #define SPLIT_ASCII
 #include "split.h" /* piece_end_ascii() and the rest, reading ASCII bytes */
 #undef SPLIT_ASCII
@@ -153,202 +166,6 @@ static PyObject *token_list(const uint32_t *tokens, size_t start, size_t end) {
         PyList_SET_ITEM(list, (Py_ssize_t)k, v);
     }
     return list;
-}
-
-static void Encoder_dealloc(Encoder *self) {
-    Py_XDECREF(self->table_obj);
-    free(self->blob);
-    free(self->offsets);
-    free(self->ids);
-    free(self->slots);
-    free(self->slot_token);
-    free(self->two_byte_id);
-    free(self->filter);
-    free(self->pair_keys);
-    free(self->pair_values);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-/* The pair table of a merges list: `merges` holds (left, right, rank, merged) uint32 quads.
- * -1 with an exception set. */
-static int build_pairs(Encoder *self, PyObject *merges) {
-    if (!PyBytes_Check(merges) || PyBytes_GET_SIZE(merges) % 16) {
-        PyErr_SetString(PyExc_TypeError, "merges: bytes of (left, right, rank, merged) uint32s");
-        return -1;
-    }
-    size_t count = (size_t)PyBytes_GET_SIZE(merges) / 16, slots = 1;
-    while (slots < 2 * count + 2) slots *= 2;
-    self->pair_keys = malloc(slots * 8);
-    self->pair_values = malloc(slots * 8);
-    if (!self->pair_keys || !self->pair_values) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    memset(self->pair_keys, 0xFF, slots * 8); /* PAIR_EMPTY */
-    self->pair_mask = slots - 1;
-    const char *data = PyBytes_AS_STRING(merges);
-    for (size_t k = 0; k < count; k++) {
-        uint32_t quad[4];
-        memcpy(quad, data + 16 * k, 16);
-        if (quad[0] >= NO_RANK || quad[1] >= NO_RANK || quad[2] >= NO_RANK || quad[3] >= NO_RANK) {
-            PyErr_Format(PyExc_ValueError, "merges: entry %zu holds 2**32 - 1", k);
-            return -1;
-        }
-        if (pair_slot(self, quad[0], quad[1]) >= 0) {
-            PyErr_Format(PyExc_ValueError, "merges: the pair of entry %zu repeats", k);
-            return -1;
-        }
-        uint64_t key = ((uint64_t)quad[0] << 32) | quad[1];
-        uint64_t slot = mix(key * 0x9e3779b97f4a7c15ULL) & self->pair_mask;
-        while (self->pair_keys[slot] != PAIR_EMPTY) slot = (slot + 1) & self->pair_mask;
-        self->pair_keys[slot] = key;
-        self->pair_values[2 * slot] = quad[2];
-        self->pair_values[2 * slot + 1] = quad[3];
-    }
-    return 0;
-}
-
-/* Allocates the tables of `count` tokens of `total` bytes (self->blob, offsets and ids to be
- * filled by the caller). -1 with an exception set. */
-static int allocate_tables(Encoder *self, size_t count, size_t total) {
-    if (count == 0 || count >= (1 << 30) || total >= UINT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "tokens: 1 to 2**30 - 1 of them, under 4 GB in all");
-        return -1;
-    }
-    size_t slots = 1;
-    while (slots < 2 * count) slots *= 2;
-    self->count = count;
-    self->blob = malloc(total ? total : 1);
-    self->offsets = malloc((count + 1) * 4);
-    self->ids = malloc(count * 4);
-    self->slots = calloc(slots, sizeof(Slot));
-    self->slot_token = malloc(slots * 4);
-    self->two_byte_id = malloc(65536 * 4);
-    self->filter = calloc(FILTER_BITS / 64, 8);
-    if (!self->blob || !self->offsets || !self->ids || !self->slots || !self->slot_token ||
-        !self->two_byte_id || !self->filter) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    self->mask = slots - 1;
-    return 0;
-}
-
-/* Files every token (blob, offsets and ids filled) in the hash table, the byte tables and the
- * filter. -1 with an exception set: an empty or repeated token, an ID of 2**32 - 1, a missing
- * byte. */
-static int index_tokens(Encoder *self) {
-    self->max_len = 0;
-    for (int b = 0; b < 256; b++) self->byte_id[b] = NO_RANK;
-    for (int b = 0; b < 65536; b++) self->two_byte_id[b] = NO_RANK;
-    for (size_t k = 0; k < self->count; k++) {
-        const uint8_t *s = self->blob + self->offsets[k];
-        size_t n = self->offsets[k + 1] - self->offsets[k];
-        uint32_t id = self->ids[k];
-        if (n == 0 || id == NO_RANK) {
-            PyErr_Format(PyExc_ValueError, "token %zu: empty, or its ID is 2**32 - 1", k);
-            return -1;
-        }
-        if (n > self->max_len) self->max_len = (uint32_t)n;
-        if (n == 1) self->byte_id[s[0]] = id;
-        if (n == 2) self->two_byte_id[(uint32_t)s[0] << 8 | s[1]] = id;
-        uint64_t h = hash_bytes(s, n);
-        uint64_t slot = h & self->mask;
-        for (; self->slots[slot].len; slot = (slot + 1) & self->mask) {
-            uint32_t other = self->slot_token[slot];
-            uint32_t start = self->offsets[other], length = self->offsets[other + 1] - start;
-            if (length == n && memcmp(self->blob + start, s, n) == 0) {
-                PyErr_Format(PyExc_ValueError, "tokens: the bytes of token %zu repeat", k);
-                return -1;
-            }
-        }
-        Slot *x = &self->slots[slot];
-        x->head = load_head(s, n);
-        x->id = id;
-        x->len = n < 0xFFFF ? (uint16_t)n : 0xFFFF;
-        x->tag = (uint16_t)(h >> 48);
-        self->slot_token[slot] = (uint32_t)k;
-        uint64_t bit = filter_bit(h);
-        self->filter[bit >> 6] |= 1ULL << (bit & 63);
-    }
-    for (int b = 0; b < 256; b++)
-        if (self->byte_id[b] == NO_RANK) {
-            PyErr_Format(PyExc_ValueError, "byte %d is not a token (byte-level BPE needs all 256)",
-                         b);
-            return -1;
-        }
-    return 0;
-}
-
-static int already_initialized(const Encoder *self) {
-    if (!(self->blob || self->offsets || self->ids || self->slots || self->slot_token ||
-          self->two_byte_id || self->filter || self->pair_keys))
-        return 0;
-    PyErr_SetString(PyExc_RuntimeError, "an Encoder is initialized once");
-    return 1;
-}
-
-/* The split kind, class table and merge rule; -1 with an exception set. */
-static int set_rules(Encoder *self, PyObject *table, int kind, PyObject *merges, int whole_piece) {
-    if (!PyBytes_Check(table) || PyBytes_GET_SIZE(table) != 0x110000 || kind < 0 ||
-        kind >= K_COUNT) {
-        PyErr_SetString(PyExc_ValueError, "table: 0x110000 flag bytes; kind: a known kind");
-        return -1;
-    }
-    if (merges != Py_None && build_pairs(self, merges)) return -1;
-    self->whole_piece = whole_piece;
-    Py_INCREF(table);
-    self->table_obj = table;
-    self->table = (const uint8_t *)PyBytes_AS_STRING(table);
-    self->kind = kind;
-    return 0;
-}
-
-/* Encoder(tokens: list[bytes], ids: list[int], table: bytes, kind: int, merges: bytes | None =
- * None, whole_piece: bool = True) */
-static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
-    PyObject *tokens, *ids, *table, *merges = Py_None;
-    int kind, whole_piece = 1;
-    static char *names[] = {"tokens", "ids", "table", "kind", "merges", "whole_piece", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!i|Op", names, &PyList_Type, &tokens,
-                                     &PyList_Type, &ids, &PyBytes_Type, &table, &kind, &merges,
-                                     &whole_piece))
-        return -1;
-    /* Once only: another thread may be encoding with the tables (the GIL released). */
-    if (already_initialized(self)) return -1;
-    Py_ssize_t count = PyList_GET_SIZE(tokens);
-    if (PyList_GET_SIZE(ids) != count || count == 0) {
-        PyErr_SetString(PyExc_ValueError, "tokens and ids: two lists of the same nonzero length");
-        return -1;
-    }
-    size_t total = 0;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *token = PyList_GET_ITEM(tokens, k);
-        if (!PyBytes_Check(token) || PyBytes_GET_SIZE(token) == 0) {
-            PyErr_SetString(PyExc_TypeError, "tokens: nonempty bytes");
-            return -1;
-        }
-        total += (size_t)PyBytes_GET_SIZE(token);
-    }
-    if (allocate_tables(self, (size_t)count, total)) return -1;
-    size_t at = 0;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        PyObject *token = PyList_GET_ITEM(tokens, k);
-        size_t n = (size_t)PyBytes_GET_SIZE(token);
-        unsigned long id = PyLong_AsUnsignedLong(PyList_GET_ITEM(ids, k));
-        if (id == (unsigned long)-1 && PyErr_Occurred()) return -1;
-        if (id >= NO_RANK) {
-            PyErr_SetString(PyExc_ValueError, "ids: below 2**32 - 1");
-            return -1;
-        }
-        memcpy(self->blob + at, PyBytes_AS_STRING(token), n);
-        self->offsets[k] = (uint32_t)at;
-        self->ids[k] = (uint32_t)id;
-        at += n;
-    }
-    self->offsets[count] = (uint32_t)at;
-    if (index_tokens(self)) return -1;
-    return set_rules(self, table, kind, merges, whole_piece);
 }
 
 /* 0 if `self` was initialized; else -1 with an exception set. */
@@ -497,8 +314,6 @@ static PyObject *Encoder_encode_piece(Encoder *self, PyObject *piece) {
     return out;
 }
 
-static PyObject *ranks_dict(const Encoder *e);
-
 /* ranks() -> dict[bytes, int]: every token's ID (a .tiktoken file's mergeable ranks). */
 static PyObject *Encoder_ranks(Encoder *self, PyObject *unused) {
     (void)unused;
@@ -558,135 +373,6 @@ static PyTypeObject EncoderType = {
     .tp_dealloc = (destructor)Encoder_dealloc,
     .tp_methods = Encoder_methods,
 };
-
-/* ------------------------------------------------------------------ reading .tiktoken files */
-
-static int8_t base64_value(uint8_t c) {
-    if (c >= 'A' && c <= 'Z') return (int8_t)(c - 'A');
-    if (c >= 'a' && c <= 'z') return (int8_t)(c - 'a' + 26);
-    if (c >= '0' && c <= '9') return (int8_t)(c - '0' + 52);
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
-/* Decodes canonical base64 (length a multiple of 4, '=' only as the last one or two) into out;
- * the length, or -1. */
-static Py_ssize_t decode_base64(const uint8_t *s, size_t n, uint8_t *out) {
-    if (n == 0 || n % 4) return -1;
-    size_t pad = s[n - 1] == '=' ? (s[n - 2] == '=' ? 2 : 1) : 0;
-    Py_ssize_t length = 0;
-    for (size_t k = 0; k < n; k += 4) {
-        int8_t v[4];
-        for (int j = 0; j < 4; j++) {
-            int last = k + 4 == n && j >= 4 - (int)pad;
-            v[j] = last ? 0 : base64_value(s[k + j]);
-            if (v[j] < 0) return -1;
-        }
-        uint32_t word = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | v[3];
-        size_t take = k + 4 == n ? 3 - pad : 3;
-        for (size_t j = 0; j < take; j++) out[length++] = (uint8_t)(word >> (16 - 8 * j));
-    }
-    return length;
-}
-
-/* The tokens of a .tiktoken file's lines "BASE64 RANK\n" ("\r\n" too, blank lines skipped) into
- * *blob, *offsets and *ids (malloc'd; free them) and *count. 1 where a line is not so, a token is
- * empty, or a rank repeats or passes 2**31 (the caller's slow path then names the line); -1 with
- * an exception set. */
-static int parse_tiktoken(const uint8_t *p, size_t n, uint8_t **blob, uint32_t **offsets,
-                          uint32_t **ids, size_t *count) {
-    size_t lines = 1, max_rank = 0, at_blob = 0, k = 0;
-    for (const uint8_t *q = p; (q = memchr(q, '\n', (size_t)(p + n - q))); q++) lines++;
-    uint8_t *seen = NULL;
-    *blob = malloc(n / 4 * 3 + 3);
-    *offsets = malloc((lines + 1) * 4);
-    *ids = malloc(lines * 4);
-    int status = -1;
-    if (!*blob || !*offsets || !*ids) goto no_memory;
-    for (size_t at = 0; at < n;) {
-        const uint8_t *line = p + at, *end = memchr(line, '\n', n - at);
-        size_t length = end ? (size_t)(end - line) : n - at;
-        at += length + (end != NULL);
-        if (length && line[length - 1] == '\r') length--;
-        if (length == 0) continue;
-        const uint8_t *space = memchr(line, ' ', length);
-        if (!space || space == line || space + 1 == line + length) goto not_canonical;
-        Py_ssize_t size = decode_base64(line, (size_t)(space - line), *blob + at_blob);
-        if (size <= 0) goto not_canonical;
-        size_t rank = 0;
-        for (const uint8_t *d = space + 1; d < line + length; d++) {
-            if (*d < '0' || *d > '9' || rank > ((size_t)1 << 31)) goto not_canonical;
-            rank = rank * 10 + (size_t)(*d - '0');
-        }
-        if (rank >= ((size_t)1 << 31)) goto not_canonical;
-        if (rank > max_rank) max_rank = rank;
-        (*offsets)[k] = (uint32_t)at_blob;
-        (*ids)[k++] = (uint32_t)rank;
-        at_blob += (size_t)size;
-    }
-    (*offsets)[k] = (uint32_t)at_blob;
-    *count = k;
-    seen = calloc(max_rank / 8 + 1, 1);
-    if (!seen) goto no_memory;
-    for (size_t j = 0; j < k; j++) {
-        uint32_t rank = (*ids)[j];
-        if (seen[rank / 8] >> (rank % 8) & 1) goto not_canonical;
-        seen[rank / 8] |= (uint8_t)(1 << (rank % 8));
-    }
-    free(seen);
-    return 0;
-no_memory:
-    PyErr_NoMemory();
-    goto done;
-not_canonical:
-    status = 1;
-done:
-    free(seen);
-    free(*blob);
-    free(*offsets);
-    free(*ids);
-    *blob = NULL;
-    *offsets = NULL;
-    *ids = NULL;
-    return status;
-}
-
-/* {token bytes: ID} of an Encoder's tokens. */
-static PyObject *ranks_dict(const Encoder *e) {
-    PyObject *ranks = _PyDict_NewPresized((Py_ssize_t)e->count);
-    for (size_t k = 0; ranks && k < e->count; k++) {
-        PyObject *key = PyBytes_FromStringAndSize((const char *)e->blob + e->offsets[k],
-                                                  e->offsets[k + 1] - e->offsets[k]);
-        PyObject *value = key ? PyLong_FromUnsignedLong(e->ids[k]) : NULL;
-        if (!value || PyDict_SetItem(ranks, key, value)) Py_CLEAR(ranks);
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-    }
-    return ranks;
-}
-
-/* read_tiktoken(data: bytes) -> dict[bytes, int] | None: a .tiktoken file's ranks, or None where
- * it is not canonical (see parse_tiktoken) or a token repeats. The fast path of
- * vocab.read_tiktoken_file. */
-static PyObject *module_read_tiktoken(PyObject *module, PyObject *data) {
-    (void)module;
-    if (!PyBytes_Check(data)) {
-        PyErr_SetString(PyExc_TypeError, "data: bytes");
-        return NULL;
-    }
-    Encoder e = {0};
-    int status = parse_tiktoken((const uint8_t *)PyBytes_AS_STRING(data),
-                                (size_t)PyBytes_GET_SIZE(data), &e.blob, &e.offsets, &e.ids,
-                                &e.count);
-    if (status) return status < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *ranks = ranks_dict(&e);
-    if (ranks && PyDict_GET_SIZE(ranks) != (Py_ssize_t)e.count) Py_SETREF(ranks, Py_NewRef(Py_None));
-    free(e.blob);
-    free(e.offsets);
-    free(e.ids);
-    return ranks;
-}
 
 /* from_tiktoken(data: bytes, table: bytes, kind: int) -> Encoder | None: the Encoder of a
  * .tiktoken file's bytes (tiktoken's rule: a token's rank is its ID), without a Python object per

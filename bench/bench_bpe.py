@@ -1,22 +1,28 @@
 #!/usr/bin/env python
 """Batched BPE encoding: tensortext against tiktoken, HF tokenizers, bpe-openai and quicktok.
 
-Every implementation encodes the same batches of real mixed text (English prose and docs, Python
-source, and the multilingual sample bundled for the demo: CJK, Indic scripts with combining marks,
-Arabic, Cyrillic, emoji with ZWJ, digits, whitespace runs), ``B`` texts of ``S`` UTF-8 bytes
-each, cut at codepoint boundaries. For each (encoding, B, S) point it reports MB/s (median of
-``--repeat`` timed calls after warm-up; CUDA synchronised) and the fraction of rows identical
-to tiktoken's IDs. Byte mode (``pretokenize="bytes"``, BlockBPE's method) also gets the paper's
-Levenshtein similarity ``1 - lev(ours, tiktoken) / max(len)``, averaged over up to 64 rows.
+Every implementation encodes the same batches of real text, ``B`` texts of ``S`` UTF-8 bytes
+each, cut at codepoint boundaries, of two kinds reported apart (``--text``): *mixed* (English
+prose and docs, Python source, and the multilingual sample bundled for the demo: CJK, Indic
+scripts with combining marks, Arabic, Cyrillic, emoji with ZWJ, digits, whitespace runs) and
+*english* (the same docs and source without the multilingual sample or any non-ASCII
+paragraph), where an ASCII fast path helps. For each (encoding, B, S) point it reports MB/s
+(median of ``--repeat`` timed calls after warm-up; CUDA synchronised) and the fraction of rows
+identical to tiktoken's IDs. Byte mode (``pretokenize="bytes"``, BlockBPE's method) also gets
+the paper's Levenshtein similarity ``1 - lev(ours, tiktoken) / max(len)``, averaged over up to
+64 rows.
 
-The CPU baselines use every host core, or ``--threads``: tiktoken
-``encode_ordinary_batch(num_threads=...)``, HF ``Tokenizer.encode_batch`` (its own thread pool;
-the tokenizer.json is transformers' ``TikTokenConverter`` output for the same ranks),
+Every CPU encoder runs on the same number of threads, every host core or ``--threads``:
+tiktoken ``encode_ordinary_batch(num_threads=...)``, HF ``Tokenizer.encode_batch`` (its rayon
+pool, with ``RAYON_NUM_THREADS`` set to that number before it starts; the tokenizer.json is
+transformers' ``TikTokenConverter`` output for the same ranks),
 bpe-openai ``encode_ordinary_batch(num_threads=...)`` and quicktok ``encode_batch(threads=...)``
 (its own pool, on as many threads). Ours:
 
 * ``ours_host``: ``encode_ordinary_batch(num_threads=...)``, tiktoken's call (the C host
-  encoder, on that many threads from 64K characters per call); ``ours_python``: the same
+  encoder, on that many threads from 64K characters per call), lists as tiktoken returns;
+  ``ours_numpy``: ``encode_batch_to_numpy``, the same encoder to flat uint32 arrays, as
+  quicktok returns them; ``ours_python``: the same
   call on the pure-Python host encoder (the fallback without a C compiler), one process,
   its piece cache emptied at each point and warm after the warm-up call;
 * ``ours_flat``: ``encode_batch_to_flat`` on ``--device``, the tensor API's default (on a
@@ -65,7 +71,7 @@ import common
 from tensortext.bpe import Encoding, get_encoding
 from tensortext.bpe.native import native_available
 from tensortext.bpe.registry import ENCODINGS, mergeable_ranks, vocabulary_file
-from tensortext.padded import Flat, Padded
+from tensortext.padded import Flat, FlatArrays, Padded
 
 CORES = os.cpu_count() or 1
 ROOT = common.BENCH_DIR.parent
@@ -91,9 +97,13 @@ CORPUS_BYTES = 48_000_000
 """Enough distinct text that no timed batch repeats another (7 calls of 1024 x 4 KB)."""
 
 
-def corpus_paragraphs() -> list[str]:
+TEXTS = ("mixed", "english")
+
+
+def corpus_paragraphs(kind: str = "mixed") -> list[str]:
     """Paragraphs of real text: docs, Python source (ours, torch's, then the standard library's
-    up to :data:`CORPUS_BYTES`) and the multilingual sample."""
+    up to :data:`CORPUS_BYTES`) and, for ``kind="mixed"``, the multilingual sample; ``"english"``
+    keeps the ASCII paragraphs of the docs and source only."""
     sources: list[Any] = [ROOT / "README.md", common.BENCH_DIR / "README.md", MULTILINGUAL]
     sources += sorted((ROOT / "src" / "tensortext").rglob("*.py"))
     sources += sorted(Path(torch.__file__).parent.glob("*.py"))[:30]
@@ -106,6 +116,10 @@ def corpus_paragraphs() -> list[str]:
         text = path.read_bytes().decode("utf-8", errors="replace")
         total += len(text)
         paragraphs += [p + "\n\n" for p in text.split("\n\n") if p.strip()]
+    if kind == "english":
+        paragraphs = [p for p in paragraphs if p.isascii()]
+        random.Random(0).shuffle(paragraphs)
+        return paragraphs
     multilingual = MULTILINGUAL.read_text(encoding="utf-8")
     paragraphs += [line + "\n" for line in multilingual.splitlines()] * 20  # ~1% of the bytes
     random.Random(0).shuffle(paragraphs)
@@ -197,6 +211,10 @@ def baselines(
 def as_lists(value: Any) -> list[list[int]]:
     if isinstance(value, Flat):  # ours: Flat(ids [T], lengths [B])
         return value.tolist()
+    if isinstance(value, FlatArrays):  # ours: numpy (ids [T], lengths [B])
+        ends = np.cumsum(value.lengths).tolist()
+        ids = value.ids.tolist()
+        return [ids[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
     if isinstance(value, tuple) and len(value) == 2 and hasattr(value[0], "dtype"):
         if isinstance(value[0], torch.Tensor):  # ours: Padded(ids [B, L], lengths [B])
             return Padded(*value).tolist()
@@ -210,12 +228,14 @@ def run_point(
     name: str,
     batch: int,
     size: int,
+    text: str,
     stream: bytes,
     fns: dict[str, Callable[[list[str]], Any]],
     args: argparse.Namespace,
     dev: torch.device,
 ) -> dict[str, Any]:
-    """MB/s of each encoder on ``batch`` texts of ``size`` bytes. Every call gets a batch it has
+    """MB/s of each encoder on ``batch`` texts of ``size`` bytes of ``stream`` (``text``: its
+    kind, mixed or english). Every call gets a batch it has
     not seen (the same sequence for every encoder), as in a pass over a corpus: the host
     encoder's piece cache then helps only as much as real text repeats itself."""
     calls = 2 + args.repeat  # warm-up and timed calls
@@ -224,6 +244,7 @@ def run_point(
     nbytes = sum(len(t.encode("utf-8")) for texts in batches for t in texts) / calls
     row: dict[str, Any] = {
         "encoding": name,
+        "text": text,
         "batch": batch,
         "size": size,
         "bytes": nbytes,
@@ -293,14 +314,18 @@ def print_row(row: dict[str, Any]) -> None:
         )
         cells.append(f"{key} {entry['mb_per_s']:.2f}{exact}{sim}")
     print(
-        f"{row['encoding']:12s} B={row['batch']:5d} S={row['size']:5d}  MB/s: " + " | ".join(cells),
+        f"{row['encoding']:12s} {row.get('text', 'mixed'):7s} B={row['batch']:5d} "
+        f"S={row['size']:5d}  MB/s: " + " | ".join(cells),
         flush=True,
     )
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     keys = list(dict.fromkeys(k for row in rows for k in row["impls"]))
-    lines = ["| encoding | B x S | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
+    lines = [
+        "| encoding | text | B x S | " + " | ".join(keys) + " |",
+        "|---|---|---|" + "---:|" * len(keys),
+    ]
     for row in rows:
         cells = []
         for key in keys:
@@ -315,7 +340,9 @@ def markdown(rows: list[dict[str, Any]]) -> str:
             )
             cells.append(f"{entry['mb_per_s']:.2f}{mark}")
         lines.append(
-            f"| {row['encoding']} | {row['batch']} x {row['size']} | " + " | ".join(cells) + " |"
+            f"| {row['encoding']} | {row.get('text', 'mixed')} | {row['batch']} x {row['size']} | "
+            + " | ".join(cells)
+            + " |"
         )
     return "\n".join(lines)
 
@@ -379,6 +406,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          quick_help="two small points, a smoke test", repeat=5,
                          repeat_help="timed calls per point (default 5)")  # fmt: skip
     parser.add_argument("--encodings", nargs="+", default=["cl100k_base", "o200k_base"])
+    parser.add_argument(
+        "--text", nargs="+", choices=TEXTS, default=list(TEXTS),
+        help="the kinds of text, each reported apart (default: mixed english)",
+    )  # fmt: skip
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 16, 256, 1024])
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 1024, 4096])
     parser.add_argument(
@@ -417,6 +448,14 @@ def ours(
         texts, device=dev, disallowed_special=(), pretokenize=pretokenize,
         merge_backend=merge_backend,
     )  # fmt: skip
+
+
+def ours_numpy(enc: Any, threads: int) -> Callable[[list[str]], Any]:
+    """``encode_batch_to_numpy``: flat uint32 IDs and lengths, no list per text (quicktok's
+    output, and what a shard writer takes)."""
+    return lambda texts: enc.encode_batch_to_numpy(
+        texts, num_threads=threads, disallowed_special=()
+    )
 
 
 def ours_flat(enc: Any, dev: torch.device) -> Callable[[list[str]], Any]:
@@ -494,6 +533,7 @@ def our_encoders(
     enc = get_encoding(name)
     fns = {
         "ours_host": ours_host(name, threads),
+        "ours_numpy": ours_numpy(enc, threads),
         "ours_python": ours_python(name),
         "ours_flat": ours_flat(enc, dev),
         "ours_tensor": ours(enc, dev, "regex"),
@@ -536,15 +576,16 @@ print(time.perf_counter() - start)
 
 
 def length_sweep(
-    name: str, stream: bytes, fns: dict[str, Callable[[list[str]], Any]], args: argparse.Namespace,
-    dev: torch.device,
+    name: str, text: str, stream: bytes, fns: dict[str, Callable[[list[str]], Any]],
+    args: argparse.Namespace, dev: torch.device,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """MB/s against document length: ``B`` texts of ``S`` bytes, ``B * S`` about 1 MB."""
-    keep = ("tiktoken", "quicktok", "ours_host", "ours_python", "ours_tensor")
+    keep = ("tiktoken", "quicktok", "hf_tokenizers", "ours_host", "ours_numpy", "ours_python",
+            "ours_tensor")  # fmt: skip
     chosen = {key: fn for key, fn in fns.items() if key in keep}
     rows = []
     for size in LENGTHS:
-        row = run_point(name, max(1, 2**20 // size), size, stream, chosen, args, dev)
+        row = run_point(name, max(1, 2**20 // size), size, text, stream, chosen, args, dev)
         row["sweep"] = True
         print_row(row)
         rows.append(row)
@@ -666,10 +707,10 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown_extras(report))
         return 0
     threads = args.threads if args.threads is not None else CORES
-    if args.hf_files:  # before tokenizers starts its pool
-        os.environ["RAYON_NUM_THREADS"] = str(threads)
+    os.environ["RAYON_NUM_THREADS"] = str(threads)  # tokenizers' pool, before it starts
     run = common.start(args, cpu_threads=CORES)
-    stream = "".join(corpus_paragraphs()).encode("utf-8")
+    streams = {text: "".join(corpus_paragraphs(text)).encode("utf-8") for text in args.text}
+    stream = next(iter(streams.values()))
     if args.hf_files:
         path = run.json_path.with_name(run.json_path.name.replace("bpe-", "bpe-hf-", 1))
         hf = {"meta": common.run_metadata(run.info, ["tokenizers"]), "threads": threads}
@@ -682,7 +723,7 @@ def main(argv: list[str] | None = None) -> int:
             run.info, ["tiktoken", "tokenizers", "bpe-openai", "quicktok-v1", "transformers"]
         ),
         "host_cores": CORES,
-        "corpus_bytes": len(stream),
+        "corpus_bytes": {text: len(data) for text, data in streams.items()},
         "quick": args.quick,
         "unavailable": {},
         "rows": [],
@@ -697,20 +738,22 @@ def main(argv: list[str] | None = None) -> int:
         for key, why in missing.items():
             print(f"{name}: {key} unavailable ({why})")
         fns.update(our_encoders(name, run.device, threads))
-        for size in args.sizes:
-            for batch in args.batches:
-                if run.out_of_time():
-                    print("time limit reached; remaining points skipped")
-                    break
-                row = run_point(name, batch, size, stream, fns, args, run.device)
-                payload["rows"].append(row)
-                print_row(row)
-                common.write_json(run.json_path, payload)
+        for text, data in streams.items():
+            for size in args.sizes:
+                for batch in args.batches:
+                    if run.out_of_time():
+                        print("time limit reached; remaining points skipped")
+                        break
+                    row = run_point(name, batch, size, text, data, fns, args, run.device)
+                    payload["rows"].append(row)
+                    print_row(row)
+                    common.write_json(run.json_path, payload)
         if args.quick or args.no_extras or run.out_of_time():
             continue
         payload["small_inputs"].append(small_inputs(name))
         payload["worst_cases"] += worst_cases(name, args, run.device)
-        payload["length_sweep"] += length_sweep(name, stream, fns, args, run.device)
+        for text, data in streams.items():
+            payload["length_sweep"] += length_sweep(name, text, data, fns, args, run.device)
         common.write_json(run.json_path, payload)
     print(markdown(payload["rows"]))
     print(markdown_extras(payload))

@@ -8,6 +8,7 @@ static void Encoder_dealloc(Encoder *self) {
     free(self->blob);
     free(self->offsets);
     free(self->ids);
+    free(self->id_index);
     free(self->slots);
     free(self->slot_token);
     free(self->two_byte_id);
@@ -119,6 +120,16 @@ static int index_tokens(Encoder *self) {
         uint64_t bit = filter_bit(h);
         self->filter[bit >> 6] |= 1ULL << (bit & 63);
     }
+    self->size = 0;
+    for (size_t k = 0; k < self->count; k++)
+        if (self->ids[k] >= self->size) self->size = (size_t)self->ids[k] + 1;
+    self->id_index = malloc(self->size * 4);
+    if (!self->id_index) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(self->id_index, 0xFF, self->size * 4); /* NO_RANK */
+    for (size_t k = 0; k < self->count; k++) self->id_index[self->ids[k]] = (uint32_t)k;
     for (int b = 0; b < 256; b++)
         if (self->byte_id[b] == NO_RANK) {
             PyErr_Format(PyExc_ValueError, "byte %d is not a token (byte-level BPE needs all 256)",
@@ -130,7 +141,7 @@ static int index_tokens(Encoder *self) {
 
 static int already_initialized(const Encoder *self) {
     if (!(self->blob || self->offsets || self->ids || self->slots || self->slot_token ||
-          self->two_byte_id || self->filter || self->pair_keys))
+          self->two_byte_id || self->filter || self->id_index || self->pair_keys))
         return 0;
     PyErr_SetString(PyExc_RuntimeError, "an Encoder is initialized once");
     return 1;

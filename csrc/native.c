@@ -225,16 +225,18 @@ static PyObject *as_lists(const Work *w, const size_t *ends, Py_ssize_t count) {
     return result;
 }
 
-/* The rows as (tokens: bytes of native-endian uint32, lengths: bytes of int64). */
+/* The rows as (tokens: bytearray of native-endian uint32, lengths: bytearray of int64), which
+ * numpy wraps without a copy, writable. */
 static PyObject *as_flat(const Work *w, const size_t *ends, Py_ssize_t count) {
-    PyObject *lengths = PyBytes_FromStringAndSize(NULL, count * 8);
+    PyObject *lengths = PyByteArray_FromStringAndSize(NULL, count * 8);
     if (!lengths) return NULL;
-    char *out = PyBytes_AS_STRING(lengths);
+    char *out = PyByteArray_AS_STRING(lengths);
     for (Py_ssize_t k = 0; k < count; k++) {
         int64_t length = (int64_t)(ends[k] - (k ? ends[k - 1] : 0));
         memcpy(out + 8 * k, &length, 8);
     }
-    PyObject *tokens = PyBytes_FromStringAndSize((const char *)w->out, (Py_ssize_t)w->out_len * 4);
+    PyObject *tokens =
+        PyByteArray_FromStringAndSize((const char *)w->out, (Py_ssize_t)w->out_len * 4);
     PyObject *result = tokens ? PyTuple_Pack(2, tokens, lengths) : NULL;
     Py_XDECREF(tokens);
     Py_DECREF(lengths);
@@ -259,8 +261,8 @@ static PyObject *Encoder_encode_many(Encoder *self, PyObject *texts) {
     return encode_into(self, texts, as_lists);
 }
 
-/* encode_flat(texts: list[str]) -> (tokens: bytes, lengths: bytes): every text's tokens back to
- * back as native-endian uint32, and each text's count as int64. */
+/* encode_flat(texts: list[str]) -> (tokens: bytearray, lengths: bytearray): every text's tokens
+ * back to back as native-endian uint32, and each text's count as int64. */
 static PyObject *Encoder_encode_flat(Encoder *self, PyObject *texts) {
     return encode_into(self, texts, as_flat);
 }
@@ -346,7 +348,29 @@ static PyObject *Encoder_tokens_by_id(Encoder *self, PyObject *size_obj) {
     return list;
 }
 
+/* token_bytes(id: int) -> bytes | None: the bytes of the token with that ID. */
+static PyObject *Encoder_token_bytes(Encoder *self, PyObject *id_obj) {
+    if (check_ready(self)) return NULL;
+    Py_ssize_t id = PyLong_AsSsize_t(id_obj);
+    if (id == -1 && PyErr_Occurred()) return NULL;
+    if (id < 0 || (size_t)id >= self->size || self->id_index[id] == NO_RANK) Py_RETURN_NONE;
+    uint32_t k = self->id_index[id];
+    return PyBytes_FromStringAndSize((const char *)self->blob + self->offsets[k],
+                                     self->offsets[k + 1] - self->offsets[k]);
+}
+
+/* counts() -> (count, size): how many tokens, and the largest ID + 1. */
+static PyObject *Encoder_counts(Encoder *self, PyObject *unused) {
+    (void)unused;
+    if (check_ready(self)) return NULL;
+    return Py_BuildValue("(nn)", (Py_ssize_t)self->count, (Py_ssize_t)self->size);
+}
+
 static PyMethodDef Encoder_methods[] = {
+    {"token_bytes", (PyCFunction)Encoder_token_bytes, METH_O,
+     "token_bytes(id: int) -> bytes | None: the bytes of the token with that ID."},
+    {"counts", (PyCFunction)Encoder_counts, METH_NOARGS,
+     "counts() -> (int, int): how many tokens, and the largest ID + 1."},
     {"ranks", (PyCFunction)Encoder_ranks, METH_NOARGS,
      "ranks() -> dict[bytes, int]: every token's ID."},
     {"tokens_by_id", (PyCFunction)Encoder_tokens_by_id, METH_O,
@@ -354,8 +378,8 @@ static PyMethodDef Encoder_methods[] = {
     {"encode_many", (PyCFunction)Encoder_encode_many, METH_O,
      "encode_many(texts: list[str]) -> list[list[int]]: the tokens of ordinary segments."},
     {"encode_flat", (PyCFunction)Encoder_encode_flat, METH_O,
-     "encode_flat(texts: list[str]) -> (bytes, bytes): uint32 tokens back to back, int64 "
-     "lengths."},
+     "encode_flat(texts: list[str]) -> (bytearray, bytearray): uint32 tokens back to back, "
+     "int64 lengths."},
     {"split", (PyCFunction)Encoder_split, METH_O, "split(text: str) -> list[str]: the pieces."},
     {"encode_piece", (PyCFunction)Encoder_encode_piece, METH_O,
      "encode_piece(piece: bytes) -> list[int]: one piece's merges."},
@@ -376,7 +400,8 @@ static PyTypeObject EncoderType = {
 
 /* from_tiktoken(data: bytes, table: bytes, kind: int) -> Encoder | None: the Encoder of a
  * .tiktoken file's bytes (tiktoken's rule: a token's rank is its ID), without a Python object per
- * token; None where read_tiktoken would give None. */
+ * token; None where the file is not canonical (see parse_tiktoken), a token repeats or a byte
+ * is missing (the Python reader then names the line). */
 static PyObject *module_from_tiktoken(PyObject *module, PyObject *args) {
     (void)module;
     PyObject *data, *table;
@@ -441,9 +466,6 @@ static PyMethodDef module_methods[] = {
     {"from_tiktoken", (PyCFunction)module_from_tiktoken, METH_VARARGS,
      "from_tiktoken(data: bytes, table: bytes, kind: int) -> Encoder | None: the Encoder of a "
      ".tiktoken file, or None where it is not in the canonical form."},
-    {"read_tiktoken", (PyCFunction)module_read_tiktoken, METH_O,
-     "read_tiktoken(data: bytes) -> dict[bytes, int] | None: a .tiktoken file's ranks, or None "
-     "where it is not in the canonical form."},
     {NULL, NULL, 0, NULL},
 };
 

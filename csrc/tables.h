@@ -55,6 +55,8 @@ typedef struct {
     uint32_t *offsets;      /* [count + 1] into blob */
     uint32_t *ids;          /* [count] */
     size_t count;           /* tokens */
+    size_t size;            /* the largest ID + 1 */
+    uint32_t *id_index;     /* [size] the token index of each ID, or NO_RANK */
     Slot *slots;            /* open addressing, linear probing, at most half full */
     uint32_t *slot_token;   /* [slots] the token index in `slot` (to read its bytes past 8) */
     uint64_t mask;

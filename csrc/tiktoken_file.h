@@ -109,26 +109,4 @@ static PyObject *ranks_dict(const Encoder *e) {
     return ranks;
 }
 
-/* read_tiktoken(data: bytes) -> dict[bytes, int] | None: a .tiktoken file's ranks, or None where
- * it is not canonical (see parse_tiktoken) or a token repeats. The fast path of
- * vocab.read_tiktoken_file. */
-static PyObject *module_read_tiktoken(PyObject *module, PyObject *data) {
-    (void)module;
-    if (!PyBytes_Check(data)) {
-        PyErr_SetString(PyExc_TypeError, "data: bytes");
-        return NULL;
-    }
-    Encoder e = {0};
-    int status = parse_tiktoken((const uint8_t *)PyBytes_AS_STRING(data),
-                                (size_t)PyBytes_GET_SIZE(data), &e.blob, &e.offsets, &e.ids,
-                                &e.count);
-    if (status) return status < 0 ? NULL : Py_NewRef(Py_None);
-    PyObject *ranks = ranks_dict(&e);
-    if (ranks && PyDict_GET_SIZE(ranks) != (Py_ssize_t)e.count) Py_SETREF(ranks, Py_NewRef(Py_None));
-    free(e.blob);
-    free(e.offsets);
-    free(e.ids);
-    return ranks;
-}
-
 #endif

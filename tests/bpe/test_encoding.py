@@ -148,6 +148,18 @@ def test_lone_surrogates_become_replacement_characters(name: str) -> None:
     assert enc.decode(enc.encode("\ud800")) == "\ufffd"
 
 
+@BY_NAME
+def test_surrogates_in_a_batch_of_ascii_and_other_texts(name: str) -> None:
+    """Only texts that are not ASCII are scanned for surrogates; one in a later text still
+    counts, a pair spells its character, and the texts before it keep theirs."""
+    enc, ref = encodings(name)
+    texts = ["plain ascii", "naïve", "x\ud83d\ude00y", "ascii again", "lone \udc00 and é"]
+    assert enc.encode_batch(texts) == ref.encode_batch(texts)
+    flat = [token for row in ref.encode_batch(texts) for token in row]
+    assert enc.encode_batch_to_numpy(texts).ids.tolist() == flat
+    assert enc.encode(texts[2]) == enc.encode("x\U0001f600y")
+
+
 # --------------------------------------------------------------------------------------------
 # Hypothesis parity
 # --------------------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tensortext._torch import require_torch, torch_installed
-from tensortext.bpe import native, parallel
+from tensortext.bpe import native
 from tensortext.bpe.host import HostEncoder, python_split_available
 from tensortext.bpe.patterns import PatternKind
 
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
+    from tensortext.bpe.parallel import Workers
     from tensortext.bpe.text import Segments
     from tensortext.bpe.vocab import Vocab
 
@@ -95,8 +96,9 @@ class Backend(Protocol):
         ...
 
     def flat(self, segments: Segments, n_texts: int, num_threads: int) -> tuple[Any, Any]:
-        """``(ids [T], lengths [B])`` int64: every text's tokens after the previous text's.
-        numpy arrays from the CPU backends, torch tensors on the engine's device."""
+        """``(ids [T], lengths [B] int64)``: every text's tokens after the previous text's.
+        numpy arrays from the CPU backends (ids uint32 from C, int64 otherwise), int64 torch
+        tensors on the engine's device."""
         ...
 
     def pieces(self, segment: str) -> list[str]:
@@ -207,12 +209,15 @@ class PythonBackend:
 
     name: BackendName = "python"
 
-    def __init__(self, host: HostEncoder, workers: parallel.Workers):
+    def __init__(
+        self, host: HostEncoder, workers: Workers, worker_count: Callable[[int, list[str]], int]
+    ):
         self.host = host
         self.workers = workers
+        self.worker_count = worker_count
 
     def rows(self, segments: Segments, n_texts: int, num_threads: int) -> list[list[int]]:
-        count = parallel.worker_count(num_threads, segments[0])
+        count = self.worker_count(num_threads, segments[0])
         encode_many = self.workers.encoder(count) if count > 1 else self.host.encode_many
         return splice_rows(segments, n_texts, encode_many)
 
@@ -233,14 +238,17 @@ def python_backend(vocab: Vocab) -> PythonBackend:
     """
     if not python_split_available(vocab.kind):
         raise ValueError(f"{vocab.name}: no re translation of the {vocab.kind} split")
+    # (here, not at import: multiprocessing loads only where the Python encoder runs)
+    from tensortext.bpe.parallel import Workers, worker_count
+
     with_torch = torch_installed()
     host = HostEncoder(vocab, bulk_merge=partial(_tensor_merges, vocab) if with_torch else None)
-    workers = parallel.Workers(
+    workers = Workers(
         host.encode_many,
         before_start=partial(_cpu_tables, vocab) if with_torch else None,
         in_worker=_one_torch_thread if with_torch else None,
     )
-    return PythonBackend(host, workers)
+    return PythonBackend(host, workers, worker_count)
 
 
 def _tensor_merges(vocab: Vocab, pieces: list[bytes]) -> list[list[int]]:

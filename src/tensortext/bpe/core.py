@@ -14,6 +14,7 @@ from tensortext.bpe import unstable
 from tensortext.bpe.backends import Backends
 from tensortext.bpe.decoding import DecodeMethods
 from tensortext.bpe.hf_json import read_hf_json
+from tensortext.bpe.native import vocab_from_tiktoken
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.post_processor import add_affixes, add_affixes_flat, post_processor_affixes
 from tensortext.bpe.serial import merge_serial
@@ -29,7 +30,7 @@ from tensortext.bpe.text import (
     check_texts,
     prepare_segments,
 )
-from tensortext.bpe.vocab import Vocab, read_tiktoken_file
+from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
 from tensortext.padded import FlatArrays
 
 if TYPE_CHECKING:
@@ -102,14 +103,18 @@ class Encoding(DecodeMethods, TensorMethods):
             special_tokens: text to ID.
             name: defaults to the file's stem.
             expected_hash: sha256 of the uncompressed file, checked if given.
+
+        Raises:
+            ValueError: naming the file and line of a malformed line (see
+                :func:`~tensortext.bpe.vocab.read_tiktoken_file`), or as the constructor.
         """
-        ranks = read_tiktoken_file(path, expected_hash=expected_hash)
-        return cls(
-            name or Path(path).stem,
-            pat_str=pat_str,
-            mergeable_ranks=ranks,
-            special_tokens=special_tokens,
-        )
+        name = name or Path(path).stem
+        data = read_vocabulary_bytes(path, expected_hash=expected_hash)
+        vocab = vocab_from_tiktoken(name, pat_str, data, special_tokens)  # the C encoder reads it
+        if vocab is not None:
+            return cls._from_vocab(vocab, pat_str)
+        ranks = read_tiktoken_file(path)  # in Python, which names a bad line
+        return cls(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens)
 
     @classmethod
     def from_hf_json(cls, source: str | Path | Any) -> Encoding:
@@ -411,7 +416,7 @@ class Encoding(DecodeMethods, TensorMethods):
         check_disallowed(self._vocab, texts, allowed, disallowed_special)
         segments = prepare_segments(self._vocab, texts, allowed)
         ids, lengths = self._backends.get().flat(segments, len(texts), num_threads)
-        return np.asarray(ids).astype(np.uint32), np.asarray(lengths, dtype=np.int64)
+        return np.asarray(ids).astype(np.uint32, copy=False), np.asarray(lengths, dtype=np.int64)
 
     def _shutdown_workers(self) -> None:
         """Stop :meth:`encode_batch`'s worker processes, if any (they end with the interpreter)."""

@@ -25,14 +25,15 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from tensortext.bpe.parallel import balanced_chunks, usable_cores
+from tensortext.bpe.cores import balanced_chunks, usable_cores
+from tensortext.bpe.patterns import pattern_kind
 from tensortext.bpe.unicode import flag_bytes
+from tensortext.bpe.vocab import Vocab, check_ids, check_special_ids, check_vocab_size, id_bound
 
 if TYPE_CHECKING:
     import numpy as np
 
     from tensortext.bpe.text import Segments
-    from tensortext.bpe.vocab import Vocab
 
 _native: Any
 try:
@@ -48,6 +49,7 @@ __all__ = [
     "native_available",
     "native_encoder",
     "threaded_encoder",
+    "vocab_from_tiktoken",
 ]
 
 # The split kinds csrc/native.c knows, by the number it takes.
@@ -106,10 +108,12 @@ def native_applies(kind: str) -> bool:
 
 
 def native_encoder(vocab: Vocab) -> Any | None:
-    """The C encoder of ``vocab``, or ``None`` where it does not apply (see
-    :func:`native_applies`)."""
+    """The C encoder of ``vocab`` (the one that holds it, if it read the file itself), or
+    ``None`` where it does not apply (see :func:`native_applies`)."""
     if not native_applies(vocab.kind):
         return None
+    if vocab.native is not None:
+        return vocab.native
     kind = _KIND_CODES[vocab.kind]
     merges = None
     if vocab.merges is not None:  # (left, right, rank, merged) quads
@@ -124,6 +128,52 @@ def native_encoder(vocab: Vocab) -> Any | None:
         merges=merges,
         whole_piece=vocab.whole_piece_lookup,
     )
+
+
+def vocab_from_tiktoken(
+    name: str,
+    pat_str: str,
+    data: bytes,
+    special_tokens: dict[str, int],
+    *,
+    explicit_n_vocab: int | None = None,
+) -> Vocab | None:
+    """The vocabulary of a ``.tiktoken`` file's bytes read by the C encoder, which then holds
+    it: no Python object per token (``Vocab.tokens`` and ``mergeable`` are built at their first
+    use), so ``get_encoding`` and a first ``encode`` take a fraction of the time of reading
+    the file into a dict (tiktoken's way).
+
+    Returns:
+        ``None`` where the C encoder does not apply (:func:`native_applies`) or the file is
+        not in the canonical form (``BASE64 RANK`` lines, every token and rank once, every
+        byte a token, IDs below :func:`~tensortext.bpe.vocab.id_bound`): the caller then reads
+        it in Python, which names the first bad line.
+
+    Raises:
+        ValueError: as :meth:`Vocab.from_ranks` for the special tokens and
+            ``explicit_n_vocab``.
+    """
+    kind = pattern_kind(pat_str)
+    try:
+        if not native_applies(kind):
+            return None
+    except ValueError:  # a TENSORTEXT_NATIVE not understood: the first encode says so
+        return None
+    encoder = _native.from_tiktoken(data, flag_bytes(), _KIND_CODES[kind])
+    if encoder is None:
+        return None
+    count, size = encoder.counts()
+    if size > id_bound(count + len(special_tokens)):
+        return None
+    if not isinstance(special_tokens, dict) or not all(type(k) is str for k in special_tokens):
+        return None  # from_ranks' TypeError
+    check_ids(special_tokens, f"{name}: special token", count + len(special_tokens))
+    size = max([size, *[token_id + 1 for token_id in special_tokens.values()]])
+    check_vocab_size(name, explicit_n_vocab, size, count, special_tokens)
+    check_special_ids(
+        name, special_tokens, lambda token_id: encoder.token_bytes(token_id) is not None
+    )
+    return Vocab.held_by(name, kind, encoder, special_tokens)
 
 
 @cache
@@ -179,27 +229,33 @@ def encode_segments_flat(
     """The tokens of ``n_texts`` texts given as prepared segments, without Python lists.
 
     Returns:
-        ``(tokens [T], lengths [n_texts])``, int64: each text's tokens after the last's.
+        ``(tokens [T] uint32, lengths [n_texts] int64)``: each text's tokens after the last's
+        (writable arrays over the C encoder's buffers: no copy when the call held no special
+        token and ran on one thread).
     """
     texts, specials, owners = segments
     import numpy as np  # (here, not at import: the list methods need no numpy)
 
+    def joined(parts: list[tuple[bytearray, bytearray]], at: int, dtype: type) -> np.ndarray:
+        arrays: list[np.ndarray] = [np.frombuffer(part[at], dtype=dtype) for part in parts]
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    if len(texts) == n_texts and max(specials, default=-1) < 0:  # one ordinary segment a text
+        parts = _on_threads(encoder.encode_flat, texts, num_threads)
+        return joined(parts, 0, np.uint32), joined(parts, 1, np.int64)
     special = np.asarray(specials, dtype=np.int64)
     is_ordinary = special < 0
     ordinary = [text for text, token in zip(texts, specials, strict=True) if token < 0]
     parts = _on_threads(encoder.encode_flat, ordinary, num_threads)
-    tokens = np.concatenate([np.frombuffer(part[0], dtype=np.uint32) for part in parts])
     segment_lengths = np.ones(len(texts), dtype=np.int64)  # a special token: one
-    segment_lengths[is_ordinary] = np.concatenate(
-        [np.frombuffer(part[1], dtype=np.int64) for part in parts]
-    )
+    segment_lengths[is_ordinary] = joined(parts, 1, np.int64)
     # Segments come text by text, in order: specials go to their segments' first positions,
     # the ordinary tokens fill the others in order.
     special_at = (np.cumsum(segment_lengths) - segment_lengths)[~is_ordinary]
-    out = np.empty(int(segment_lengths.sum()), dtype=np.int64)
+    out = np.empty(int(segment_lengths.sum()), dtype=np.uint32)
     fill = np.ones(len(out), dtype=bool)
     fill[special_at] = False
-    out[fill] = tokens
+    out[fill] = joined(parts, 0, np.uint32)
     out[special_at] = special[~is_ordinary]
     lengths = np.zeros(n_texts, dtype=np.int64)
     np.add.at(lengths, np.asarray(owners, dtype=np.int64), segment_lengths)

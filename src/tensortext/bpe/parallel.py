@@ -39,6 +39,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from itertools import chain
 
+from tensortext.bpe.cores import balanced_chunks, usable_cores
 from tensortext.padded import split_rows
 
 __all__ = [
@@ -57,13 +58,6 @@ PARALLEL_MIN_CHARS = 1 << 20
 _CHUNKS_PER_WORKER = 1
 """Tasks per worker and call. One: the host encoder merges a call's new pieces together, and
 on 1024 x 4 KB, 4 smaller tasks per worker were 25% slower than one."""
-
-
-def usable_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask where the platform has one)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def worker_count(num_threads: int, texts: list[str]) -> int:
@@ -219,25 +213,6 @@ class Workers:
         pool, self.pool = self.pool, None
         if pool is not None:
             pool.shutdown()
-
-
-def balanced_chunks(texts: list[str], count: int) -> list[list[str]]:
-    """``texts`` cut into at most ``count`` runs of consecutive texts with similar character
-    totals (the order is kept, so the rows come back in place)."""
-    total = sum(map(len, texts))
-    target = max(total // max(count, 1), 1)
-    chunks: list[list[str]] = []
-    current: list[str] = []
-    size = 0
-    for text in texts:
-        current.append(text)
-        size += len(text)
-        if size >= target:
-            chunks.append(current)
-            current, size = [], 0
-    if current:
-        chunks.append(current)
-    return chunks
 
 
 _WORKER_ENCODE: EncodeMany | None = None

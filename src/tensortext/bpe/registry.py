@@ -17,8 +17,9 @@ from typing import Any, NamedTuple
 
 from tensortext.bpe import openai_files
 from tensortext.bpe.core import Encoding
+from tensortext.bpe.native import vocab_from_tiktoken
 from tensortext.bpe.patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
-from tensortext.bpe.vocab import Vocab, read_tiktoken_file
+from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
 
 __all__ = [
     "ENCODINGS",
@@ -137,6 +138,28 @@ def mergeable_ranks(ranks: str) -> dict[bytes, int]:
     return read_tiktoken_file(vocabulary_file(ranks), expected_hash=RANKS_SHA256[ranks])
 
 
+def _load(name: str, spec: EncodingSpec) -> Encoding:
+    """The encoding of ``spec``: its file read by the C encoder where it applies
+    (:func:`~tensortext.bpe.native.vocab_from_tiktoken`, no Python object per token), else
+    into a dict as tiktoken reads it."""
+    special_tokens = dict(spec.special_tokens)
+    if spec.ranks != "p50k_base":  # (p50k_base is built from r50k_base's ranks)
+        path = openai_files.R50K_FILE if spec.ranks == "r50k_base" else vocabulary_file(spec.ranks)
+        data = read_vocabulary_bytes(path, expected_hash=RANKS_SHA256[spec.ranks])
+        vocab = vocab_from_tiktoken(
+            name, spec.pat_str, data, special_tokens, explicit_n_vocab=spec.explicit_n_vocab
+        )
+        if vocab is not None:
+            return Encoding._from_vocab(vocab, spec.pat_str)
+    return Encoding(
+        name,
+        pat_str=spec.pat_str,
+        mergeable_ranks=mergeable_ranks(spec.ranks),
+        special_tokens=special_tokens,
+        explicit_n_vocab=spec.explicit_n_vocab,
+    )
+
+
 def get_encoding(encoding_name: str) -> Encoding:
     """The encoding ``encoding_name`` (one of :func:`list_encoding_names`), loaded once per
     process and shared (so it pickles by name).
@@ -158,14 +181,7 @@ def get_encoding(encoding_name: str) -> Encoding:
         )
     with _LOCK:
         if encoding_name not in LOADED:
-            spec = ENCODINGS[encoding_name]
-            encoding = Encoding(
-                encoding_name,
-                pat_str=spec.pat_str,
-                mergeable_ranks=mergeable_ranks(spec.ranks),
-                special_tokens=dict(spec.special_tokens),
-                explicit_n_vocab=spec.explicit_n_vocab,
-            )
+            encoding = _load(encoding_name, ENCODINGS[encoding_name])
             encoding._pickle_as = (get_encoding, encoding_name)  # shared: pickled by name
             LOADED[encoding_name] = encoding
     return LOADED[encoding_name]

@@ -195,4 +195,6 @@ class TensorMethods:
         backend = self._backends.get(target, merge_backend, kind)
         threads = torch.get_num_threads() if num_threads is None else num_threads
         tokens, lengths = backend.flat(segments, len(texts), threads)
-        return torch.as_tensor(tokens, device=target), torch.as_tensor(lengths, device=target)
+        if not isinstance(tokens, torch.Tensor):  # numpy, uint32 from the C encoder
+            tokens = torch.from_numpy(tokens.astype("int64", copy=False))
+        return tokens.to(target), torch.as_tensor(lengths, device=target)

@@ -92,14 +92,24 @@ def check_num_threads(value: object) -> int:
 
 
 def without_surrogates(texts: list[str]) -> list[str]:
-    """tiktoken's handling of lone surrogates: each becomes U+FFFD (one scan if there are none)."""
-    try:
-        "".join(texts).encode("utf-8")
-    except UnicodeEncodeError:
-        return [
-            text.encode("utf-16", "surrogatepass").decode("utf-16", "replace") for text in texts
-        ]
+    """tiktoken's handling of surrogates: a lone one becomes U+FFFD, a high one followed by a
+    low one the character they spell. Only texts that are not ASCII are scanned (whether a
+    ``str`` is ASCII is known without reading it), and the list is returned as is if none
+    holds a surrogate."""
+    for index, text in enumerate(texts):
+        if text.isascii():
+            continue
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return texts[:index] + [_replace_surrogates(text) for text in texts[index:]]
     return texts
+
+
+def _replace_surrogates(text: str) -> str:
+    if text.isascii():
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @lru_cache(maxsize=64)

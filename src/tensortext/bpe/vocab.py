@@ -10,7 +10,7 @@ import base64
 import binascii
 import gzip
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -29,6 +29,7 @@ __all__ = [
     "check_ids",
     "id_bound",
     "read_tiktoken_file",
+    "read_vocabulary_bytes",
     "sha256_of",
 ]
 
@@ -73,15 +74,48 @@ class Vocab:
     whole_piece_lookup: bool = True
     options: TextOptions = TextOptions()
     _tables: dict[str, MergeTables] = field(default_factory=dict, repr=False)
+    native: Any = field(default=None, repr=False, compare=False)
+    """The C encoder holding the tokens of a vocabulary it read itself
+    (:func:`~tensortext.bpe.native.vocab_from_tiktoken`), else ``None``. ``tokens`` and
+    ``mergeable`` of such a vocabulary are built from it at their first use (a tenth of a second
+    for o200k_base), which encoding with it never needs."""
+
+    @classmethod
+    def held_by(
+        cls, name: str, kind: PatternKind, native: Any, special_tokens: dict[str, int]
+    ) -> Vocab:
+        """A tiktoken vocabulary held by the C encoder ``native`` (tiktoken's rule, its ranks
+        checked), ``special_tokens`` checked by the caller."""
+        vocab = cls(name, kind, [], {}, dict(special_tokens), native=native)
+        del vocab.tokens, vocab.mergeable  # built by __getattr__ when first read
+        return vocab
+
+    def __getattr__(self, name: str) -> Any:
+        """``tokens`` and ``mergeable`` of a vocabulary held by its C encoder, built from it
+        (only reached for an attribute that is not set)."""
+        native = self.__dict__.get("native")
+        if native is None or name not in ("tokens", "mergeable"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        if name == "mergeable":
+            value: Any = native.ranks()
+        else:
+            value = native.tokens_by_id(self.n_vocab)
+            _add_special_bytes(value, self.special_tokens)
+        self.__dict__[name] = value  # (two threads may both build it: the same value)
+        return value
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle without the cached tables (rebuilt on first use)."""
-        state = {**self.__dict__, "_tables": {}}
+        """Pickle without the cached tables (rebuilt on first use) or the C encoder."""
+        state = {**self.__dict__, "_tables": {}, "native": None}
+        state.update(tokens=self.tokens, mergeable=self.mergeable)
         state.pop("pairs", None)
         return state
 
     @property
     def n_vocab(self) -> int:
+        if "tokens" not in self.__dict__ and self.native is not None:
+            ordinary: int = self.native.counts()[1]
+            return max([ordinary, *[token_id + 1 for token_id in self.special_tokens.values()]])
         return len(self.tokens)
 
     @cached_property
@@ -196,27 +230,51 @@ class Vocab:
         kind = pattern_kind(pat_str)
         _check_ranks(name, mergeable_ranks, special_tokens)
         size = max([*mergeable_ranks.values(), *special_tokens.values()]) + 1
-        count = len(mergeable_ranks) + len(special_tokens)
-        if explicit_n_vocab is not None and not explicit_n_vocab == size == count:
-            raise ValueError(
-                f"{name}: explicit_n_vocab={explicit_n_vocab}, but the IDs need {size} and there "
-                f"are {count} tokens ({len(mergeable_ranks)} mergeable + {len(special_tokens)} "
-                "special); all three must agree"
-            )
+        check_vocab_size(name, explicit_n_vocab, size, len(mergeable_ranks), special_tokens)
         tokens: list[bytes | None] = [None] * size
         for token, rank in mergeable_ranks.items():
             tokens[rank] = token
         ordinary_ids = set(mergeable_ranks.values())
-        for text, token_id in special_tokens.items():
-            if token_id in ordinary_ids:
-                raise ValueError(
-                    f"{name}: special token {text!r} reuses ID {token_id} of a mergeable token"
-                )
-            # Special tokens may share an ID (o200k_harmony's <|endofprompt|> and
-            # <|reserved_200018|>); decoding gives the first one's text.
-            if tokens[token_id] is None:
-                tokens[token_id] = text.encode("utf-8")
+        check_special_ids(name, special_tokens, ordinary_ids.__contains__)
+        _add_special_bytes(tokens, special_tokens)
         return cls(name, kind, tokens, dict(mergeable_ranks), dict(special_tokens))
+
+
+def check_vocab_size(
+    name: str,
+    explicit_n_vocab: int | None,
+    size: int,
+    n_mergeable: int,
+    special_tokens: Mapping[str, int],
+) -> None:
+    """tiktoken's ``explicit_n_vocab``: if given, it must equal both the largest ID + 1
+    (``size``) and the number of tokens."""
+    count = n_mergeable + len(special_tokens)
+    if explicit_n_vocab is not None and not explicit_n_vocab == size == count:
+        raise ValueError(
+            f"{name}: explicit_n_vocab={explicit_n_vocab}, but the IDs need {size} and there "
+            f"are {count} tokens ({n_mergeable} mergeable + {len(special_tokens)} special); all "
+            "three must agree"
+        )
+
+
+def check_special_ids(
+    name: str, special_tokens: Mapping[str, int], is_ordinary: Callable[[int], bool]
+) -> None:
+    """No special token may take the ID of a mergeable one (``is_ordinary(id)``)."""
+    for text, token_id in special_tokens.items():
+        if is_ordinary(token_id):
+            raise ValueError(
+                f"{name}: special token {text!r} reuses ID {token_id} of a mergeable token"
+            )
+
+
+def _add_special_bytes(tokens: list[bytes | None], special_tokens: Mapping[str, int]) -> None:
+    """Each special token's text as the bytes of its ID. Special tokens may share an ID
+    (o200k_harmony's <|endofprompt|> and <|reserved_200018|>); decoding gives the first one's."""
+    for text, token_id in special_tokens.items():
+        if tokens[token_id] is None:
+            tokens[token_id] = text.encode("utf-8")
 
 
 # Real vocabularies number their tokens densely from 0, with few gaps (o200k_base: 200,000 tokens
@@ -326,6 +384,23 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
+def read_vocabulary_bytes(path: str | Path, *, expected_hash: str | None = None) -> bytes:
+    """A vocabulary file's bytes, uncompressed if gzipped, checked against ``expected_hash``.
+
+    Raises:
+        ValueError: for corrupt gzip data, or a sha256 (of the uncompressed bytes) that differs
+            from ``expected_hash``.
+    """
+    path = Path(path)
+    data = _read_bytes(path)
+    if expected_hash is not None and sha256_of(data) != expected_hash:
+        raise ValueError(
+            f"{path}: sha256 {sha256_of(data)} differs from the published {expected_hash}; "
+            "the file is corrupt or not the vocabulary it claims to be"
+        )
+    return data
+
+
 def read_tiktoken_file(path: str | Path, *, expected_hash: str | None = None) -> dict[bytes, int]:
     """Read ``base64-token rank`` lines (tiktoken's format; gzip is detected).
 
@@ -335,12 +410,7 @@ def read_tiktoken_file(path: str | Path, *, expected_hash: str | None = None) ->
             from ``expected_hash`` (checked on the uncompressed bytes).
     """
     path = Path(path)
-    data = _read_bytes(path)
-    if expected_hash is not None and sha256_of(data) != expected_hash:
-        raise ValueError(
-            f"{path}: sha256 {sha256_of(data)} differs from the published {expected_hash}; "
-            "the file is corrupt or not the vocabulary it claims to be"
-        )
+    data = read_vocabulary_bytes(path, expected_hash=expected_hash)
     lines = [line for line in data.splitlines() if line.strip()]
     try:  # the fast path; any problem is located line by line below
         ranks = {

@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 Batch = tuple[np.ndarray, np.ndarray]
-"""A batch's tokens ``(ids [T], lengths [B])``, int64 on the host."""
+"""A batch's tokens ``(ids [T] uint32, lengths [B] int64)`` on the host."""
 Encoded = tuple[np.ndarray, np.ndarray, np.ndarray]
 """A batch's tokens ``(ids [T], lengths [B], ends [B])``: ``ends`` is False for a part of a long
 document that goes on in the next row."""
@@ -320,7 +320,8 @@ def on_cpu(device: Any) -> bool:
 
 
 def _encode_flat(encoding: Any, lines: list[str], args: argparse.Namespace, device: Any) -> Batch:
-    """``(ids [T], lengths [B])`` of the lines, int64 on the host."""
+    """``(ids [T] uint32, lengths [B] int64)`` of the lines on the host: the C encoder's
+    buffers as they are, or the tensor engine's IDs copied back."""
     allowed: Any = "all" if args.allowed_special == ["all"] else set(args.allowed_special)
     unknown = set() if allowed == "all" else allowed - encoding.special_tokens_set
     if unknown:
@@ -337,7 +338,7 @@ def _encode_flat(encoding: Any, lines: list[str], args: argparse.Namespace, devi
             ids, lengths = encoding.encode_batch_to_numpy(
                 lines, num_threads=args.workers, **specials
             )
-            return ids.astype(np.int64), lengths
+            return ids, lengths
         flat = encoding.encode_batch_to_flat(
             lines, device=device, pretokenize=args.pretokenize, num_threads=args.workers,
             **specials,
@@ -347,7 +348,7 @@ def _encode_flat(encoding: Any, lines: list[str], args: argparse.Namespace, devi
         if "disallowed" in message:  # the API's hint names keywords, not flags
             message = message.split(". ")[0] + "; pass --allowed-special or --ordinary"
         raise CliError(message) from None
-    return flat.ids.cpu().numpy(), flat.lengths.cpu().numpy()
+    return flat.ids.cpu().numpy().astype(np.uint32), flat.lengths.cpu().numpy()
 
 
 def _decode_lines(encoding: Any, rows: list[list[int]], first: int, out: TextIO) -> None:

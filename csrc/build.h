@@ -123,13 +123,17 @@ static int index_tokens(Encoder *self) {
     self->size = 0;
     for (size_t k = 0; k < self->count; k++)
         if (self->ids[k] >= self->size) self->size = (size_t)self->ids[k] + 1;
-    self->id_index = malloc(self->size * 4);
-    if (!self->id_index) {
-        PyErr_NoMemory();
-        return -1;
+    /* An index by ID where IDs are dense, as vocab.id_bound keeps them: never 16 GB for a few
+     * tokens with IDs near 2**32 (token_bytes then searches). */
+    if (self->size <= 4 * self->count + ((size_t)1 << 20)) {
+        self->id_index = malloc(self->size * 4);
+        if (!self->id_index) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memset(self->id_index, 0xFF, self->size * 4); /* NO_RANK */
+        for (size_t k = 0; k < self->count; k++) self->id_index[self->ids[k]] = (uint32_t)k;
     }
-    memset(self->id_index, 0xFF, self->size * 4); /* NO_RANK */
-    for (size_t k = 0; k < self->count; k++) self->id_index[self->ids[k]] = (uint32_t)k;
     for (int b = 0; b < 256; b++)
         if (self->byte_id[b] == NO_RANK) {
             PyErr_Format(PyExc_ValueError, "byte %d is not a token (byte-level BPE needs all 256)",

@@ -353,8 +353,11 @@ static PyObject *Encoder_token_bytes(Encoder *self, PyObject *id_obj) {
     if (check_ready(self)) return NULL;
     Py_ssize_t id = PyLong_AsSsize_t(id_obj);
     if (id == -1 && PyErr_Occurred()) return NULL;
-    if (id < 0 || (size_t)id >= self->size || self->id_index[id] == NO_RANK) Py_RETURN_NONE;
-    uint32_t k = self->id_index[id];
+    if (id < 0 || (size_t)id >= self->size) Py_RETURN_NONE;
+    size_t k = self->id_index ? self->id_index[id] : NO_RANK;
+    for (size_t j = 0; !self->id_index && j < self->count; j++)
+        if (self->ids[j] == (uint32_t)id) k = j;
+    if (k == NO_RANK) Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)self->blob + self->offsets[k],
                                      self->offsets[k + 1] - self->offsets[k]);
 }

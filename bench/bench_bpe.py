@@ -434,6 +434,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = common.parse(parser, argv)
     if args.quick:
         args.batches, args.sizes, args.repeat, args.encodings = [1, 16], [256], 3, ["cl100k_base"]
+        args.text = ["mixed"]
     if args.bytes_mode_max_mb is None:
         args.bytes_mode_max_mb = 1.0 if args.device == "cpu" else 1e9
     return args

@@ -142,7 +142,7 @@ full)
     step bench-bleu 65 "$PY" bench/bench_bleu.py "${BENCH[@]}" --seq-lens 1024 \
         --batches 64 256 1024 --budget 5 --torchmetrics-max-tokens 70000 --time-limit 45
     step bench-bpe 65 "$PY" bench/bench_bpe.py "${BENCH[@]}" --no-extras --skip bpe_openai \
-        --batches 16 256 1024 --sizes 1024 4096 --repeat 3 --budget 5 --time-limit 45
+        --batches 16 256 1024 --sizes 1024 4096 --text mixed --repeat 3 --budget 5 --time-limit 45
     step bench-beam 70 "$PY" bench/bench_beam.py "${BENCH[@]}" --models base --beams 4 12 \
         --batches 1 16 64 --corpus-beams 1 4 12 --corpus-batches 1 64 --time-limit 50
     step bench-lmbr 45 "$PY" bench/bench_lmbr.py "${BENCH[@]}" --time-limit 30
@@ -166,7 +166,7 @@ dry)
         --seq-lens 16 --repeat 1 --warmup 1 --budget 0.1 --impls nltk ours-nltk
     step bench-bpe 120 "$PY" bench/bench_bpe.py "${BENCH[@]}" --threads 1 --no-extras \
         --skip hf_tokenizers bpe_openai quicktok --encodings cl100k_base --batches 2 --sizes 64 \
-        --repeat 1 --budget 0.1
+        --text mixed --repeat 1 --budget 0.1
     step bench-beam 120 "$PY" bench/bench_beam.py "${BENCH[@]}" --threads 1 --models tiny \
         --sweep-models tiny --target-batch 2 --target-beams 2 --beams 2 --sweep-batch 2 \
         --batches 2 --sweep-beam 2 --corpus-beams 2 --corpus-beam-batches 2 --corpus-batches 2 \

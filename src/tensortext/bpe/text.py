@@ -79,6 +79,8 @@ def check_texts(texts: object, name: str) -> list[str]:
             f"{type(texts).__name__}; pass e.g. list(...) of its texts"
         )
     items = list(texts)
+    if set(map(type, items)) <= {str}:  # one pass in C; a subclass of str is looked at below
+        return items
     for index, text in enumerate(items):
         if not isinstance(text, str):
             raise TypeError(f"{name}[{index}] is {type(text).__name__}, expected str")
@@ -96,20 +98,18 @@ def without_surrogates(texts: list[str]) -> list[str]:
     low one the character they spell. Only texts that are not ASCII are scanned (whether a
     ``str`` is ASCII is known without reading it), and the list is returned as is if none
     holds a surrogate."""
-    for index, text in enumerate(texts):
-        if text.isascii():
-            continue
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return texts[:index] + [_replace_surrogates(text) for text in texts[index:]]
+    if all(map(str.isascii, texts)):  # one pass in C, no character read
+        return texts
+    try:  # UTF-8 has no surrogate, paired or not: one scan of the texts that are not ASCII
+        "".join([text for text in texts if not text.isascii()]).encode("utf-8")
+    except UnicodeEncodeError:
+        return [
+            text
+            if text.isascii()
+            else text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            for text in texts
+        ]
     return texts
-
-
-def _replace_surrogates(text: str) -> str:
-    if text.isascii():
-        return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 @lru_cache(maxsize=64)

@@ -5,16 +5,16 @@ the texts (:func:`~tensortext.bpe.text.prepare_segments`) and hands them to the 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tensortext.bpe import unstable
-from tensortext.bpe.backends import Backends
+from tensortext.bpe import native, unstable
+from tensortext.bpe.backends import Backends, CBackend
 from tensortext.bpe.decoding import DecodeMethods
 from tensortext.bpe.hf_json import read_hf_json
-from tensortext.bpe.native import vocab_from_tiktoken
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.post_processor import add_affixes, add_affixes_flat, post_processor_affixes
 from tensortext.bpe.serial import merge_serial
@@ -29,6 +29,8 @@ from tensortext.bpe.text import (
     check_text,
     check_texts,
     prepare_segments,
+    special_regex,
+    without_surrogates,
 )
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
 from tensortext.padded import FlatArrays
@@ -110,7 +112,9 @@ class Encoding(DecodeMethods, TensorMethods):
         """
         name = name or Path(path).stem
         data = read_vocabulary_bytes(path, expected_hash=expected_hash)
-        vocab = vocab_from_tiktoken(name, pat_str, data, special_tokens)  # the C encoder reads it
+        vocab = native.vocab_from_tiktoken(
+            name, pat_str, data, special_tokens
+        )  # the C encoder reads it
         if vocab is not None:
             return cls._from_vocab(vocab, pat_str)
         ranks = read_tiktoken_file(path)  # in Python, which names a bad line
@@ -210,6 +214,23 @@ class Encoding(DecodeMethods, TensorMethods):
                 (2**30 - 2) characters; for ``add_special_tokens=True`` on an encoding not read
                 from a ``tokenizer.json`` (it has no post-processor).
         """
+        one = self._one_text
+        if (
+            one is not None
+            and add_special_tokens is False
+            and type(text) is str
+            and allowed_special == frozenset()
+            and len(text) <= native.MAX_SEGMENT_CHARS
+            and (text.isascii() or without_surrogates([text])[0] is text)
+            and (
+                disallowed_special == ()
+                or (
+                    disallowed_special == "all"
+                    and (self._special_finder is None or not self._special_finder.search(text))
+                )
+            )
+        ):  # one ordinary str, as most calls are: straight to the C encoder
+            return one([text])[0]
         prefix, suffix = post_processor_affixes(self._vocab, add_special_tokens, self.name)
         row = self._encode_lists([check_text(text)], allowed_special, disallowed_special)[0]
         return add_affixes([row], prefix, suffix)[0]
@@ -378,6 +399,23 @@ class Encoding(DecodeMethods, TensorMethods):
         """The encoders of this encoding, built by their first call (see
         :mod:`tensortext.bpe.backends`)."""
         return Backends(self._vocab)
+
+    @cached_property
+    def _one_text(self) -> Callable[[list[str]], list[list[int]]] | None:
+        """The C encoder's ``encode_many`` where it is this encoding's CPU backend and the
+        vocabulary changes no text (no normalizer, no prefix space): :meth:`encode`'s path for
+        one ordinary ``str`` (a microsecond or two of Python, not the batch path's ten)."""
+        backend = self._backends.get()
+        options = self._vocab.options
+        if not isinstance(backend, CBackend) or options.normalizer or options.add_prefix_space:
+            return None
+        return backend.encoder.encode_many  # type: ignore[no-any-return]
+
+    @cached_property
+    def _special_finder(self) -> re.Pattern[str] | None:
+        """A pattern finding any special token (``None``: the encoding has none)."""
+        specials = self._vocab.special_set
+        return special_regex(specials) if specials else None
 
     @cached_property
     def _sorted_token_bytes(self) -> list[bytes]:

@@ -57,8 +57,8 @@ static int build_pairs(Encoder *self, PyObject *merges) {
     return 0;
 }
 
-/* Allocates the tables of `count` tokens of `total` bytes (self->blob, offsets and ids to be
- * filled by the caller). -1 with an exception set. */
+/* Allocates the tables of `count` tokens of `total` bytes (self->blob, offsets and ids, unless
+ * already there, to be filled by the caller). -1 with an exception set. */
 static int allocate_tables(Encoder *self, size_t count, size_t total) {
     if (count == 0 || count >= (1 << 30) || total >= UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "tokens: 1 to 2**30 - 1 of them, under 4 GB in all");
@@ -67,9 +67,9 @@ static int allocate_tables(Encoder *self, size_t count, size_t total) {
     size_t slots = 1;
     while (slots < 2 * count) slots *= 2;
     self->count = count;
-    self->blob = malloc(total ? total : 1);
-    self->offsets = malloc((count + 1) * 4);
-    self->ids = malloc(count * 4);
+    if (!self->blob) self->blob = malloc(total + 8); /* 8: load_partial's word */
+    if (!self->offsets) self->offsets = malloc((count + 1) * 4);
+    if (!self->ids) self->ids = malloc(count * 4);
     self->slots = calloc(slots, sizeof(Slot));
     self->slot_token = malloc(slots * 4);
     self->two_byte_id = malloc(65536 * 4);

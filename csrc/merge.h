@@ -60,7 +60,7 @@ static int reserve_text(Work *w, size_t n, size_t n_utf8) {
             return -1;
         w->cap_cp = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
     }
-    return grow((void **)&w->utf8, &w->cap_utf8, n_utf8 + 1, 1);
+    return grow((void **)&w->utf8, &w->cap_utf8, n_utf8 + 8, 1); /* 8: load_partial's word */
 }
 
 static int reserve_merge(Work *w, size_t n) {

@@ -417,29 +417,8 @@ static PyObject *module_from_tiktoken(PyObject *module, PyObject *args) {
                                 (size_t)PyBytes_GET_SIZE(data), &self->blob, &self->offsets,
                                 &self->ids, &self->count);
     if (status == 0 && self->count == 0) status = 1; /* no tokens: the slow path says so */
-    if (status == 0) {
-        size_t count = self->count, total = self->offsets[count];
-        uint8_t *blob = self->blob;
-        uint32_t *offsets = self->offsets, *ids = self->ids;
-        self->blob = NULL;
-        self->offsets = NULL;
-        self->ids = NULL;
-        status = allocate_tables(self, count, total);
-        if (status == 0) { /* the parsed arrays replace the allocated ones */
-            free(self->blob);
-            free(self->offsets);
-            free(self->ids);
-        } else {
-            free(blob);
-            free(offsets);
-            free(ids);
-            blob = NULL;
-            offsets = NULL;
-            ids = NULL;
-        }
-        self->blob = blob;
-        self->offsets = offsets;
-        self->ids = ids;
+    if (status == 0) { /* the parsed blob, offsets and ids stay; dealloc frees all on failure */
+        status = allocate_tables(self, self->count, self->offsets[self->count]);
         if (status == 0 && index_tokens(self)) { /* a repeated token, a missing byte: not canonical */
             status = PyErr_ExceptionMatches(PyExc_ValueError) ? 1 : -1;
             if (status == 1) PyErr_Clear();

@@ -91,12 +91,26 @@ static inline uint64_t mix(uint64_t h) {
     return h;
 }
 
-/* The first n bytes at s (n < 8) as a little-endian word, zero-padded. Reads 8 bytes when they
- * stay inside s's memory page (so cannot fault), else byte by byte. */
+/* Whether load_partial may read a whole word past a string's end (within its memory page, so
+ * never a fault): on little-endian machines, where the string's bytes are the word's low ones,
+ * and not under a sanitizer, which reports such reads. The tables pad their own buffers by 8
+ * bytes; an ASCII str's data relies on the page. */
+#if defined(__SANITIZE_ADDRESS__) || (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+#define WORD_READS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define WORD_READS 0
+#endif
+#endif
+#ifndef WORD_READS
+#define WORD_READS 1
+#endif
+
+/* The first n bytes at s (n < 8) as a word in memory order, zero-padded. */
 static inline uint64_t load_partial(const uint8_t *s, size_t n) {
     uint64_t chunk = 0;
     if (n == 0) return 0;
-    if (((uintptr_t)s & 4095) <= 4096 - 8) {
+    if (WORD_READS && ((uintptr_t)s & 4095) <= 4096 - 8) {
         memcpy(&chunk, s, 8);
         return chunk & (~0ULL >> (64 - 8 * n));
     }
@@ -104,7 +118,7 @@ static inline uint64_t load_partial(const uint8_t *s, size_t n) {
     return chunk;
 }
 
-/* The first min(n, 8) bytes at s as a little-endian word, zero-padded. */
+/* The first min(n, 8) bytes at s as a word in memory order, zero-padded. */
 static inline uint64_t load_head(const uint8_t *s, size_t n) {
     if (n < 8) return load_partial(s, n);
     uint64_t chunk;

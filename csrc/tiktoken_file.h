@@ -42,7 +42,7 @@ static int parse_tiktoken(const uint8_t *p, size_t n, uint8_t **blob, uint32_t *
     size_t lines = 1, max_rank = 0, at_blob = 0, k = 0;
     for (const uint8_t *q = p; (q = memchr(q, '\n', (size_t)(p + n - q))); q++) lines++;
     uint8_t *seen = NULL;
-    *blob = malloc(n / 4 * 3 + 3);
+    *blob = malloc(n / 4 * 3 + 3 + 8); /* 8: load_partial's word */
     *offsets = malloc((lines + 1) * 4);
     *ids = malloc(lines * 4);
     int status = -1;
@@ -57,13 +57,13 @@ static int parse_tiktoken(const uint8_t *p, size_t n, uint8_t **blob, uint32_t *
         if (!space || space == line || space + 1 == line + length) goto not_canonical;
         Py_ssize_t size = decode_base64(line, (size_t)(space - line), *blob + at_blob);
         if (size <= 0) goto not_canonical;
-        size_t rank = 0;
+        uint64_t rank = 0;
         for (const uint8_t *d = space + 1; d < line + length; d++) {
-            if (*d < '0' || *d > '9' || rank > ((size_t)1 << 31)) goto not_canonical;
-            rank = rank * 10 + (size_t)(*d - '0');
+            if (*d < '0' || *d > '9' || rank > ((uint64_t)1 << 31)) goto not_canonical;
+            rank = rank * 10 + (uint64_t)(*d - '0');
         }
-        if (rank >= ((size_t)1 << 31)) goto not_canonical;
-        if (rank > max_rank) max_rank = rank;
+        if (rank >= ((uint64_t)1 << 31)) goto not_canonical;
+        if (rank > max_rank) max_rank = (size_t)rank;
         (*offsets)[k] = (uint32_t)at_blob;
         (*ids)[k++] = (uint32_t)rank;
         at_blob += (size_t)size;

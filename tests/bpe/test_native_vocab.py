@@ -7,12 +7,14 @@ the Python reader wherever the file is not in the canonical form (it names the b
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import os
 import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -24,7 +26,7 @@ import tensortext
 from tensortext.bpe import Encoding, native
 from tensortext.bpe.registry import ENCODINGS, RANKS_SHA256, mergeable_ranks, vocabulary_file
 from tensortext.bpe.unicode import flag_bytes
-from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
+from tensortext.bpe.vocab import Vocab, id_bound, read_tiktoken_file, read_vocabulary_bytes
 
 _native = pytest.importorskip("tensortext.bpe._native") if native.native_available() else None
 pytestmark = pytest.mark.skipif(_native is None, reason="the C encoder is not built")
@@ -213,3 +215,32 @@ def test_switched_off_the_file_is_read_in_python() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True
     )
     assert result.stdout.strip() == "True [15339, 1917]"
+
+
+def test_replace_makes_a_vocabulary_of_its_own() -> None:
+    """``dataclasses.replace`` of a held vocabulary copies the tokens, not the C encoder (whose
+    split and rule would no longer be the copy's)."""
+    held = tensortext.get_encoding("r50k_base")._vocab
+    copy = dataclasses.replace(held, whole_piece_lookup=False)
+    assert copy.native is None and copy.mergeable == held.mergeable
+    assert native.native_encoder(copy) is not held.native
+
+
+def test_a_subclass_is_made_by_its_constructor(tmp_path: Path) -> None:
+    class Named(Encoding):
+        def __init__(self, name: str, **kwargs: Any) -> None:
+            super().__init__(name, **kwargs)
+            self.note = "made by __init__"
+
+    path = tmp_path / "toy.tiktoken"
+    path.write_bytes(file_bytes({**BYTES, b"ab": 256}))
+    enc = Named.from_tiktoken_file(path, pat_str="cl100k", special_tokens={})
+    assert enc.note == "made by __init__" and enc.encode("abab") == [256, 256]
+
+
+def test_ranks_past_the_file_bound_are_refused_by_both_readers(tmp_path: Path) -> None:
+    """The bound on a file's ranks counts its lines, not the special tokens given with it."""
+    path = tmp_path / "toy.tiktoken"
+    path.write_bytes(file_bytes({**BYTES, b"ab": id_bound(257)}))
+    with pytest.raises(ValueError, match=r"toy\.tiktoken:257: rank 1049604 is too large"):
+        Encoding.from_tiktoken_file(path, pat_str="cl100k", special_tokens={"<|s|>": 257})

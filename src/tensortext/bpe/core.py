@@ -111,13 +111,12 @@ class Encoding(DecodeMethods, TensorMethods):
                 :func:`~tensortext.bpe.vocab.read_tiktoken_file`), or as the constructor.
         """
         name = name or Path(path).stem
-        data = read_vocabulary_bytes(path, expected_hash=expected_hash)
-        vocab = native.vocab_from_tiktoken(
-            name, pat_str, data, special_tokens
-        )  # the C encoder reads it
-        if vocab is not None:
-            return cls._from_vocab(vocab, pat_str)
-        ranks = read_tiktoken_file(path)  # in Python, which names a bad line
+        if cls is Encoding and native.reads_tiktoken_files(pat_str):  # the C encoder reads it
+            data = read_vocabulary_bytes(path, expected_hash=expected_hash)
+            vocab = native.vocab_from_tiktoken(name, pat_str, data, special_tokens)
+            if vocab is not None:
+                return cls._from_vocab(vocab, pat_str)
+        ranks = read_tiktoken_file(path, expected_hash=expected_hash)  # names a bad line
         return cls(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens)
 
     @classmethod
@@ -214,10 +213,8 @@ class Encoding(DecodeMethods, TensorMethods):
                 (2**30 - 2) characters; for ``add_special_tokens=True`` on an encoding not read
                 from a ``tokenizer.json`` (it has no post-processor).
         """
-        one = self._one_text
         if (
-            one is not None
-            and add_special_tokens is False
+            add_special_tokens is False
             and type(text) is str
             and allowed_special == frozenset()
             and len(text) <= native.MAX_SEGMENT_CHARS
@@ -229,8 +226,9 @@ class Encoding(DecodeMethods, TensorMethods):
                     and (self._special_finder is None or not self._special_finder.search(text))
                 )
             )
+            and self._one_text is not None  # last: it builds the backend
         ):  # one ordinary str, as most calls are: straight to the C encoder
-            return one([text])[0]
+            return self._one_text([text])[0]
         prefix, suffix = post_processor_affixes(self._vocab, add_special_tokens, self.name)
         row = self._encode_lists([check_text(text)], allowed_special, disallowed_special)[0]
         return add_affixes([row], prefix, suffix)[0]

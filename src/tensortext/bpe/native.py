@@ -130,6 +130,17 @@ def native_encoder(vocab: Vocab) -> Any | None:
     )
 
 
+def reads_tiktoken_files(pat_str: str) -> bool:
+    """Whether :func:`vocab_from_tiktoken` applies to a file split by ``pat_str``: the C encoder
+    is built, not switched off, and has the split's scanner. False, too, for a pattern that is
+    no known split or a ``TENSORTEXT_NATIVE`` not understood (the constructor, and the first
+    encode, say so)."""
+    try:
+        return native_applies(pattern_kind(pat_str))
+    except ValueError:
+        return False
+
+
 def vocab_from_tiktoken(
     name: str,
     pat_str: str,
@@ -144,7 +155,7 @@ def vocab_from_tiktoken(
     the file into a dict (tiktoken's way).
 
     Returns:
-        ``None`` where the C encoder does not apply (:func:`native_applies`) or the file is
+        ``None`` where the C encoder does not apply (:func:`reads_tiktoken_files`) or the file is
         not in the canonical form (``BASE64 RANK`` lines, every token and rank once, every
         byte a token, IDs below :func:`~tensortext.bpe.vocab.id_bound`): the caller then reads
         it in Python, which names the first bad line.
@@ -153,20 +164,17 @@ def vocab_from_tiktoken(
         ValueError: as :meth:`Vocab.from_ranks` for the special tokens and
             ``explicit_n_vocab``.
     """
-    kind = pattern_kind(pat_str)
-    try:
-        if not native_applies(kind):
-            return None
-    except ValueError:  # a TENSORTEXT_NATIVE not understood: the first encode says so
+    if not reads_tiktoken_files(pat_str):
         return None
+    if not isinstance(special_tokens, dict) or not all(type(k) is str for k in special_tokens):
+        return None  # from_ranks' TypeError
+    kind = pattern_kind(pat_str)
     encoder = _native.from_tiktoken(data, flag_bytes(), _KIND_CODES[kind])
     if encoder is None:
         return None
     count, size = encoder.counts()
-    if size > id_bound(count + len(special_tokens)):
+    if size > id_bound(count):  # read_tiktoken_file's bound
         return None
-    if not isinstance(special_tokens, dict) or not all(type(k) is str for k in special_tokens):
-        return None  # from_ranks' TypeError
     check_ids(special_tokens, f"{name}: special token", count + len(special_tokens))
     size = max([size, *[token_id + 1 for token_id in special_tokens.values()]])
     check_vocab_size(name, explicit_n_vocab, size, count, special_tokens)

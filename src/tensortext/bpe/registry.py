@@ -15,9 +15,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tensortext.bpe import openai_files
+from tensortext.bpe import native, openai_files
 from tensortext.bpe.core import Encoding
-from tensortext.bpe.native import vocab_from_tiktoken
 from tensortext.bpe.patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
 from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
 
@@ -143,10 +142,11 @@ def _load(name: str, spec: EncodingSpec) -> Encoding:
     (:func:`~tensortext.bpe.native.vocab_from_tiktoken`, no Python object per token), else
     into a dict as tiktoken reads it."""
     special_tokens = dict(spec.special_tokens)
-    if spec.ranks != "p50k_base":  # (p50k_base is built from r50k_base's ranks)
+    # (p50k_base is built from r50k_base's ranks)
+    if spec.ranks != "p50k_base" and native.reads_tiktoken_files(spec.pat_str):
         path = openai_files.R50K_FILE if spec.ranks == "r50k_base" else vocabulary_file(spec.ranks)
         data = read_vocabulary_bytes(path, expected_hash=RANKS_SHA256[spec.ranks])
-        vocab = vocab_from_tiktoken(
+        vocab = native.vocab_from_tiktoken(
             name, spec.pat_str, data, special_tokens, explicit_n_vocab=spec.explicit_n_vocab
         )
         if vocab is not None:

@@ -74,7 +74,7 @@ class Vocab:
     whole_piece_lookup: bool = True
     options: TextOptions = TextOptions()
     _tables: dict[str, MergeTables] = field(default_factory=dict, repr=False)
-    native: Any = field(default=None, repr=False, compare=False)
+    native: Any = field(default=None, init=False, repr=False, compare=False)
     """The C encoder holding the tokens of a vocabulary it read itself
     (:func:`~tensortext.bpe.native.vocab_from_tiktoken`), else ``None``. ``tokens`` and
     ``mergeable`` of such a vocabulary are built from it at their first use (a tenth of a second
@@ -86,7 +86,8 @@ class Vocab:
     ) -> Vocab:
         """A tiktoken vocabulary held by the C encoder ``native`` (tiktoken's rule, its ranks
         checked), ``special_tokens`` checked by the caller."""
-        vocab = cls(name, kind, [], {}, dict(special_tokens), native=native)
+        vocab = cls(name, kind, [], {}, dict(special_tokens))
+        vocab.native = native  # (no init field: dataclasses.replace makes a vocabulary without)
         del vocab.tokens, vocab.mergeable  # built by __getattr__ when first read
         return vocab
 

@@ -169,6 +169,8 @@ def splice_rows(segments: Segments, n_texts: int, encode_many: EncodeMany) -> li
     """Each text's tokens: its ordinary segments through ``encode_many`` (one call for the
     batch), its special tokens in between."""
     texts, specials, owners = segments
+    if len(texts) == n_texts and max(specials, default=-1) < 0:  # one ordinary segment a text
+        return encode_many(texts)
     ordinary = [text for text, special in zip(texts, specials, strict=True) if special < 0]
     encoded = iter(encode_many(ordinary))
     rows: list[list[int]] = [[] for _ in range(n_texts)]

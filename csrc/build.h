@@ -9,6 +9,10 @@ static void Encoder_dealloc(Encoder *self) {
     free(self->offsets);
     free(self->ids);
     free(self->id_index);
+    if (self->ints) {
+        for (size_t k = 0; k < self->size; k++) Py_XDECREF(self->ints[k]);
+        PyMem_Free(self->ints);
+    }
     free(self->slots);
     free(self->slot_token);
     free(self->two_byte_id);

@@ -57,6 +57,7 @@ typedef struct {
     size_t count;           /* tokens */
     size_t size;            /* the largest ID + 1 */
     uint32_t *id_index;     /* [size] the token index of each ID, or NO_RANK; NULL if sparse */
+    PyObject **ints;        /* [size] the int of each ID, once a large call made them; or NULL */
     Slot *slots;            /* open addressing, linear probing, at most half full */
     uint32_t *slot_token;   /* [slots] the token index in `slot` (to read its bytes past 8) */
     uint64_t mask;

@@ -353,3 +353,19 @@ def test_the_extension_rejects_bad_input() -> None:
             method(["x"] if method != blank.split else "x")
     with pytest.raises(RuntimeError, match="before a successful __init__"):
         blank.encode_piece(b"x")
+
+
+def test_a_large_batch_as_lists_shares_one_int_per_id() -> None:
+    """From 65,536 tokens in a call, the C encoder makes the int of every ID once and the
+    lists share them: the same IDs as tiktoken, before and after, large and small calls."""
+    encoder = native.native_encoder(Encoding._from_vocab(get_encoding("r50k_base")._vocab)._vocab)
+    assert encoder is not None
+    reference = tiktoken_reference("r50k_base")
+    small = ["hello world", "", " naïve 日本 😀"]
+    assert encoder.encode_many(small) == reference.encode_ordinary_batch(small)
+    texts = [f"hello world {k} " * 4000 for k in range(10)]  # 120k tokens
+    rows = encoder.encode_many(texts)
+    assert rows == reference.encode_ordinary_batch(texts)
+    assert rows[0][0] is rows[1][0] is rows[9][0]  # one int object for ID 31373
+    assert encoder.encode_many(small) == reference.encode_ordinary_batch(small)
+    assert encoder.encode_many(["x" * 50_000]) == [reference.encode_ordinary("x" * 50_000)]

@@ -173,18 +173,25 @@ def test_workers_ignore_ctrl_c(enc: Encoding) -> None:
     reference = tiktoken_reference("cl100k_base").encode_ordinary_batch(TEXTS)
     assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
     pids = worker_pids(enc)
-    for pid in pids:
-        os.kill(pid, signal.SIGINT)
-    # A signal is delivered before its process runs any more of its own code: a task that
-    # each worker finishes after the kill shows it survived. The barrier makes every worker
-    # take one (each waits there until all have one).
+    pool = python(enc).workers.pool
+    assert pool is not None
+    executor = pool.executor
+    # The barrier makes every worker take one task (each waits there until all have one):
+    # once before the signal, so that every worker has run its initializer (a worker still
+    # starting, on a busy machine, has not set Ctrl-C aside yet), and once after it. A signal
+    # is delivered before its process runs any more of its own code: a task that each worker
+    # finishes after the kill shows it survived.
     with multiprocessing.Manager() as manager:
-        barrier = manager.Barrier(len(pids))
-        pool = python(enc).workers.pool
-        assert pool is not None
-        executor = pool.executor
-        answered = list(executor.map(pid_after_barrier, [barrier] * len(pids)))
-    assert sorted(answered) == sorted(pids)
+
+        def every_worker_answers() -> None:
+            barrier = manager.Barrier(len(pids))
+            answered = list(executor.map(pid_after_barrier, [barrier] * len(pids)))
+            assert sorted(answered) == sorted(pids)
+
+        every_worker_answers()
+        for pid in pids:
+            os.kill(pid, signal.SIGINT)
+        every_worker_answers()
     assert enc.encode_ordinary_batch(TEXTS, num_threads=2) == reference
     assert worker_pids(enc) == pids
 

@@ -96,6 +96,7 @@ class Encoding(DecodeMethods, TensorMethods):
         special_tokens: dict[str, int],
         name: str | None = None,
         expected_hash: str | None = None,
+        explicit_n_vocab: int | None = None,
     ) -> Encoding:
         """An encoding from a tiktoken-format file (``base64-token rank`` lines, maybe gzipped).
 
@@ -105,6 +106,7 @@ class Encoding(DecodeMethods, TensorMethods):
             special_tokens: text to ID.
             name: defaults to the file's stem.
             expected_hash: sha256 of the uncompressed file, checked if given.
+            explicit_n_vocab: as in the constructor (tiktoken's check of the token count).
 
         Raises:
             ValueError: naming the file and line of a malformed line (see
@@ -113,11 +115,19 @@ class Encoding(DecodeMethods, TensorMethods):
         name = name or Path(path).stem
         if cls is Encoding and native.reads_tiktoken_files(pat_str):  # the C encoder reads it
             data = read_vocabulary_bytes(path, expected_hash=expected_hash)
-            vocab = native.vocab_from_tiktoken(name, pat_str, data, special_tokens)
+            vocab = native.vocab_from_tiktoken(
+                name, pat_str, data, special_tokens, explicit_n_vocab=explicit_n_vocab
+            )
             if vocab is not None:
                 return cls._from_vocab(vocab, pat_str)
         ranks = read_tiktoken_file(path, expected_hash=expected_hash)  # names a bad line
-        return cls(name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens)
+        return cls(
+            name,
+            pat_str=pat_str,
+            mergeable_ranks=ranks,
+            special_tokens=special_tokens,
+            explicit_n_vocab=explicit_n_vocab,
+        )
 
     @classmethod
     def from_hf_json(cls, source: str | Path | Any) -> Encoding:

@@ -15,10 +15,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from tensortext.bpe import native, openai_files
+from tensortext.bpe import openai_files
 from tensortext.bpe.core import Encoding
 from tensortext.bpe.patterns import CL100K_PATTERN, O200K_PATTERN, R50K_PATTERN
-from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
+from tensortext.bpe.vocab import Vocab, read_tiktoken_file
 
 __all__ = [
     "ENCODINGS",
@@ -138,24 +138,25 @@ def mergeable_ranks(ranks: str) -> dict[bytes, int]:
 
 
 def _load(name: str, spec: EncodingSpec) -> Encoding:
-    """The encoding of ``spec``: its file read by the C encoder where it applies
-    (:func:`~tensortext.bpe.native.vocab_from_tiktoken`, no Python object per token), else
-    into a dict as tiktoken reads it."""
+    """The encoding of ``spec``, from its sha256-checked file
+    (:meth:`~tensortext.bpe.Encoding.from_tiktoken_file`: read by the C encoder where it
+    applies, with no Python object per token)."""
     special_tokens = dict(spec.special_tokens)
-    # (p50k_base is built from r50k_base's ranks)
-    if spec.ranks != "p50k_base" and native.reads_tiktoken_files(spec.pat_str):
-        path = openai_files.R50K_FILE if spec.ranks == "r50k_base" else vocabulary_file(spec.ranks)
-        data = read_vocabulary_bytes(path, expected_hash=RANKS_SHA256[spec.ranks])
-        vocab = native.vocab_from_tiktoken(
-            name, spec.pat_str, data, special_tokens, explicit_n_vocab=spec.explicit_n_vocab
+    if spec.ranks == "p50k_base":  # built from r50k_base's ranks: no file of its own
+        return Encoding(
+            name,
+            pat_str=spec.pat_str,
+            mergeable_ranks=mergeable_ranks(spec.ranks),
+            special_tokens=special_tokens,
+            explicit_n_vocab=spec.explicit_n_vocab,
         )
-        if vocab is not None:
-            return Encoding._from_vocab(vocab, spec.pat_str)
-    return Encoding(
-        name,
+    path = openai_files.R50K_FILE if spec.ranks == "r50k_base" else vocabulary_file(spec.ranks)
+    return Encoding.from_tiktoken_file(
+        path,
         pat_str=spec.pat_str,
-        mergeable_ranks=mergeable_ranks(spec.ranks),
         special_tokens=special_tokens,
+        name=name,
+        expected_hash=RANKS_SHA256[spec.ranks],
         explicit_n_vocab=spec.explicit_n_vocab,
     )
 

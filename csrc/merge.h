@@ -111,12 +111,6 @@ static void work_free(Work *w) {
 
 /* ------------------------------------------------------------------ merges */
 
-/* Starts loading what a lookup(e, s, n) of a merge candidate reads first (the filter word). */
-static inline void prefetch_candidate(const Encoder *e, const uint8_t *s, size_t n) {
-    if (n < 3) return;
-    PREFETCH(&e->filter[filter_bit(hash_bytes(s, n)) >> 6]);
-}
-
 /* tiktoken's byte_pair_merge for a short piece: scan the pair ranks for the lowest. Part k spans
  * st[k]..st[k+1] and is token id[k]; rk[k] is the rank of parts k and k + 1 merged. */
 static void merge_short(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
@@ -140,12 +134,13 @@ static void merge_short(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
         memmove(id + at + 1, id + at + 2, (m - at - 2) * 4);
         m--;
         id[at] = best; /* tiktoken's rule: the rank is the ID */
-        /* The two new candidates are independent: start loading both before either lookup. */
+        /* The two new candidates are independent: hash both and start loading both before
+         * either lookup. */
         int right = at + 2 < m;
-        if (right) prefetch_candidate(e, p + st[at], st[at + 2] - st[at]);
-        if (at > 0) prefetch_candidate(e, p + st[at - 1], st[at + 1] - st[at - 1]);
-        rk[at] = right ? lookup(e, p + st[at], st[at + 2] - st[at]) : NO_RANK;
-        if (at > 0) rk[at - 1] = lookup(e, p + st[at - 1], st[at + 1] - st[at - 1]);
+        Candidate next = candidate(e, p + st[at], right ? st[at + 2] - st[at] : 0);
+        Candidate before = candidate(e, p + (at ? st[at - 1] : 0), at ? st[at + 1] - st[at - 1] : 0);
+        rk[at] = right ? candidate_rank(e, next) : NO_RANK;
+        if (at > 0) rk[at - 1] = candidate_rank(e, before);
     }
     for (size_t k = 0; k + 1 < m; k++) emit(w, id[k]);
 }

@@ -181,12 +181,35 @@ static inline uint32_t lookup_hashed(const Encoder *e, const uint8_t *s, size_t 
     }
 }
 
-/* lookup_hashed for a string that is likely no token (a merge candidate): the filter first. */
-static inline uint32_t lookup(const Encoder *e, const uint8_t *s, size_t n) {
-    if (n <= 2) return n == 1 ? e->byte_id[s[0]] : e->two_byte_id[(uint32_t)s[0] << 8 | s[1]];
-    uint64_t head = load_head(s, n), h = hash_with_head(s, n, head), bit = filter_bit(h);
+/* A string that is likely no token (a merge candidate), hashed once: candidate() hashes it and
+ * starts loading its filter word, candidate_rank() looks it up, the filter first. */
+typedef struct {
+    const uint8_t *s;
+    size_t n;
+    uint64_t head, h; /* (n >= 3) */
+} Candidate;
+
+static inline Candidate candidate(const Encoder *e, const uint8_t *s, size_t n) {
+    Candidate c = {s, n, 0, 0};
+    if (n >= 3) {
+        c.head = load_head(s, n);
+        c.h = hash_with_head(s, n, c.head);
+        PREFETCH(&e->filter[filter_bit(c.h) >> 6]);
+    }
+    return c;
+}
+
+static inline uint32_t candidate_rank(const Encoder *e, Candidate c) {
+    if (c.n <= 2)
+        return c.n == 1 ? e->byte_id[c.s[0]] : e->two_byte_id[(uint32_t)c.s[0] << 8 | c.s[1]];
+    uint64_t bit = filter_bit(c.h);
     if (!(e->filter[bit >> 6] >> (bit & 63) & 1)) return NO_RANK;
-    return lookup_hashed(e, s, n, head, h);
+    return lookup_hashed(e, c.s, c.n, c.head, c.h);
+}
+
+/* The ID of the token spelled by s[0:n] (likely none: the filter first), or NO_RANK. */
+static inline uint32_t lookup(const Encoder *e, const uint8_t *s, size_t n) {
+    return candidate_rank(e, candidate(e, s, n));
 }
 
 /* Start loading the slot where a lookup of s[0:n] begins (the next piece, while this one

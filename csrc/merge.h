@@ -239,7 +239,10 @@ static void merge_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
         merge_long(e, p, n, w);
 }
 
-static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+/* The tokens of one piece (from upcoming_piece: hashed if 3 bytes or more). */
+static void encode_piece(const Encoder *e, Candidate piece, Work *w) {
+    const uint8_t *p = piece.s;
+    size_t n = piece.n;
     if (n <= 2) {
         uint32_t whole = e->whole_piece || n == 1 ? lookup(e, p, n) : NO_RANK;
         if (whole != NO_RANK)
@@ -248,8 +251,8 @@ static void encode_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) 
             merge_piece(e, p, n, w);
         return;
     }
-    uint64_t head = load_head(p, n), h = hash_with_head(p, n, head);
-    uint32_t whole = e->whole_piece ? lookup_hashed(e, p, n, head, h) : NO_RANK;
+    uint64_t h = piece.h;
+    uint32_t whole = e->whole_piece ? lookup_hashed(e, p, n, piece.head, h) : NO_RANK;
     if (whole != NO_RANK) {
         emit(w, whole);
         return;

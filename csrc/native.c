@@ -117,16 +117,18 @@ static void encode_text(const Encoder *e, const Text *t, Work *w) {
         w->failed = 1;
         return;
     }
-    /* Each piece's slot is prefetched while the piece before it encodes. */
+    /* Each piece is hashed, and its slot starts loading, while the piece before it encodes. */
     size_t end = s.n ? next_piece_end(&s, 0, e->kind) : 0;
+    Candidate piece = upcoming_piece(e, bytes, t->ascii ? end : w->boff[end]);
     for (size_t i = 0; i < s.n && !w->failed;) {
         size_t next = end < s.n ? next_piece_end(&s, end, e->kind) : end;
-        size_t a = t->ascii ? i : w->boff[i], b = t->ascii ? end : w->boff[end];
+        Candidate after = piece;
         if (next > end) {
-            size_t c = t->ascii ? next : w->boff[next];
-            prefetch_lookup(e, bytes + b, c - b);
+            size_t b = t->ascii ? end : w->boff[end], c = t->ascii ? next : w->boff[next];
+            after = upcoming_piece(e, bytes + b, c - b);
         }
-        encode_piece(e, bytes + a, b - a, w);
+        encode_piece(e, piece, w);
+        piece = after;
         i = end;
         end = next;
     }
@@ -333,8 +335,10 @@ static PyObject *Encoder_encode_piece(Encoder *self, PyObject *piece) {
         return NULL;
     }
     Work w = {0};
-    encode_piece(self, (const uint8_t *)PyBytes_AS_STRING(piece),
-                 (size_t)PyBytes_GET_SIZE(piece), &w);
+    encode_piece(self,
+                 upcoming_piece(self, (const uint8_t *)PyBytes_AS_STRING(piece),
+                                (size_t)PyBytes_GET_SIZE(piece)),
+                 &w);
     PyObject *out = w.failed ? PyErr_NoMemory() : token_list(w.out, 0, w.out_len, NULL, 0);
     work_free(&w);
     return out;

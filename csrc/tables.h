@@ -212,11 +212,16 @@ static inline uint32_t lookup(const Encoder *e, const uint8_t *s, size_t n) {
     return candidate_rank(e, candidate(e, s, n));
 }
 
-/* Start loading the slot where a lookup of s[0:n] begins (the next piece, while this one
- * encodes). */
-static inline void prefetch_lookup(const Encoder *e, const uint8_t *s, size_t n) {
-    if (n < 3 || n > e->max_len) return;
-    PREFETCH(&e->slots[hash_bytes(s, n) & e->mask]);
+/* A piece, hashed once, with the slot where its lookup begins starting to load (the next
+ * piece, while the one before it encodes). */
+static inline Candidate upcoming_piece(const Encoder *e, const uint8_t *s, size_t n) {
+    Candidate c = {s, n, 0, 0};
+    if (n >= 3) {
+        c.head = load_head(s, n);
+        c.h = hash_with_head(s, n, c.head);
+        if (n <= e->max_len) PREFETCH(&e->slots[c.h & e->mask]);
+    }
+    return c;
 }
 
 #endif

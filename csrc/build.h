@@ -16,6 +16,7 @@ static void Encoder_dealloc(Encoder *self) {
     free(self->slots);
     free(self->slot_token);
     free(self->two_byte_id);
+    free(self->rank_by_id);
     free(self->filter);
     free(self->pair_keys);
     free(self->pair_values);
@@ -138,6 +139,7 @@ static int index_tokens(Encoder *self) {
         memset(self->id_index, 0xFF, self->size * 4); /* NO_RANK */
         for (size_t k = 0; k < self->count; k++) self->id_index[self->ids[k]] = (uint32_t)k;
     }
+    if (self->char_units) return 0; /* set_units fills the bytes that are no token */
     for (int b = 0; b < 256; b++)
         if (self->byte_id[b] == NO_RANK) {
             PyErr_Format(PyExc_ValueError, "byte %d is not a token (byte-level BPE needs all 256)",
@@ -171,16 +173,71 @@ static int set_rules(Encoder *self, PyObject *table, int kind, PyObject *merges,
     return 0;
 }
 
-/* Encoder(tokens: list[bytes], ids: list[int], table: bytes, kind: int, merges: bytes | None =
- * None, whole_piece: bool = True) */
-static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
-    PyObject *tokens, *ids, *table, *merges = Py_None;
-    int kind, whole_piece = 1;
-    static char *names[] = {"tokens", "ids", "table", "kind", "merges", "whole_piece", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!i|Op", names, &PyList_Type, &tokens,
-                                     &PyList_Type, &ids, &PyBytes_Type, &table, &kind, &merges,
-                                     &whole_piece))
+/* SentencePiece's units: `unknown` holds 257 uint32s, the ID of each byte of a character that
+ * is no token (NO_RANK where there is no byte fallback) and the unknown token's ID (NO_RANK
+ * with byte fallback). -1 with an exception set. */
+static int set_units(Encoder *self, PyObject *unknown) {
+    if (!PyBytes_Check(unknown) || PyBytes_GET_SIZE(unknown) != 257 * 4) {
+        PyErr_SetString(PyExc_TypeError, "unknown: bytes of 257 uint32s");
         return -1;
+    }
+    uint32_t values[257];
+    memcpy(values, PyBytes_AS_STRING(unknown), sizeof values);
+    self->unk_id = values[256];
+    for (int b = 0; b < 256; b++) {
+        if (values[b] == NO_RANK && self->unk_id == NO_RANK) {
+            PyErr_Format(PyExc_ValueError, "unknown: byte %d has no ID and there is no unk", b);
+            return -1;
+        }
+        self->fallback[b] = values[b] == NO_RANK ? self->unk_id : values[b];
+        if (self->byte_id[b] == NO_RANK) self->byte_id[b] = self->fallback[b];
+    }
+    return 0;
+}
+
+/* rank_by_id from `ranks`, uint32s in the order of the tokens; -1 with an exception set. */
+static int set_ranks(Encoder *self, PyObject *ranks) {
+    if (!PyBytes_Check(ranks) || (size_t)PyBytes_GET_SIZE(ranks) != 4 * self->count) {
+        PyErr_SetString(PyExc_TypeError, "ranks: bytes of one uint32 per token");
+        return -1;
+    }
+    self->rank_by_id = malloc(self->size * 4);
+    if (!self->rank_by_id) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(self->rank_by_id, 0xFF, self->size * 4);
+    const uint8_t *data = (const uint8_t *)PyBytes_AS_STRING(ranks);
+    for (size_t k = 0; k < self->count; k++) {
+        uint32_t rank;
+        memcpy(&rank, data + 4 * k, 4);
+        self->rank_by_id[self->ids[k]] = rank;
+    }
+    return 0;
+}
+
+/* Encoder(tokens: list[bytes], ids: list[int], table: bytes, kind: int, merges: bytes | None =
+ * None, whole_piece: bool = True, unknown: bytes | None = None, ranks: bytes | None = None);
+ * `unknown`: SentencePiece's characters as units (set_units), with a merges list or `ranks`
+ * (set_ranks). */
+static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
+    PyObject *tokens, *ids, *table, *merges = Py_None, *unknown = Py_None, *ranks = Py_None;
+    int kind, whole_piece = 1;
+    static char *names[] = {"tokens", "ids",     "table", "kind", "merges",
+                            "whole_piece", "unknown", "ranks", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!O!i|OpOO", names, &PyList_Type, &tokens,
+                                     &PyList_Type, &ids, &PyBytes_Type, &table, &kind, &merges,
+                                     &whole_piece, &unknown, &ranks))
+        return -1;
+    if (unknown != Py_None && (merges == Py_None) == (ranks == Py_None)) {
+        PyErr_SetString(PyExc_ValueError, "unknown: characters need a merges list or ranks");
+        return -1;
+    }
+    if (ranks != Py_None && unknown == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "ranks: only with unknown (SentencePiece)");
+        return -1;
+    }
+    self->char_units = unknown != Py_None;
     /* Once only: another thread may be encoding with the tables (the GIL released). */
     if (already_initialized(self)) return -1;
     Py_ssize_t count = PyList_GET_SIZE(tokens);
@@ -215,6 +272,11 @@ static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
     }
     self->offsets[count] = (uint32_t)at;
     if (index_tokens(self)) return -1;
+    if (self->char_units && set_units(self, unknown)) return -1;
+    if (ranks != Py_None && (!self->id_index || set_ranks(self, ranks))) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ranks: IDs too sparse");
+        return -1;
+    }
     return set_rules(self, table, kind, merges, whole_piece);
 }
 

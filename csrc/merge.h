@@ -184,7 +184,10 @@ static inline void heap_pop(Work *w, size_t *len) {
  * IDs), or NO_RANK. */
 static inline uint32_t pair_rank(const Encoder *e, const uint8_t *p, const Work *w,
                                  uint32_t start, uint32_t mid, uint32_t end) {
-    if (!e->pair_keys) return lookup(e, p + start, end - start);
+    if (!e->pair_keys) {
+        uint32_t id = lookup(e, p + start, end - start);
+        return id == NO_RANK || !e->rank_by_id ? id : e->rank_by_id[id];
+    }
     int64_t slot = pair_slot(e, w->ranks[start], w->ranks[mid]);
     return slot < 0 ? NO_RANK : e->pair_values[2 * slot];
 }
@@ -192,23 +195,56 @@ static inline uint32_t pair_rank(const Encoder *e, const uint8_t *p, const Work 
 static inline void push_pair(const Encoder *e, const uint8_t *p, size_t n, Work *w, size_t *len,
                              uint32_t start) {
     uint32_t mid = w->next[start];
-    if (mid >= n) return;
-    uint32_t end = w->next[mid];
+    if (mid >= n || w->ranks[start] == NO_RANK || w->ranks[mid] == NO_RANK) return;
+    uint32_t end = w->next[mid]; /* (NO_RANK: a character that is no token never merges) */
     uint32_t rank = pair_rank(e, p, w, start, mid, end);
     if (rank != NO_RANK) heap_push(w, len, ((uint64_t)rank << 32) | start, end);
 }
 
 /* The same merges for a long piece, and every merge of a merges list: a heap of pairs over a
  * linked list of parts. */
+/* The bytes of a UTF-8 character from its first byte (the text is valid UTF-8). */
+static inline size_t char_length(uint8_t lead) {
+    return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
+/* SentencePiece's first parts: one per character, its token or NO_RANK. */
+static void char_parts(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+    uint32_t *next = w->next, *prev = w->prev, *id = w->ranks, last = DEAD;
+    for (size_t k = 0; k < n;) {
+        size_t len = char_length(p[k]);
+        if (len > n - k) len = n - k;
+        next[k] = (uint32_t)(k + len);
+        prev[k] = last;
+        id[k] = len == 1 ? e->byte_id[p[k]] : lookup(e, p + k, len);
+        last = (uint32_t)k;
+        k += len;
+    }
+}
+
+/* A character that is no token: its bytes' fallback tokens, or the unknown token once. */
+static void emit_unknown(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+    if (e->unk_id != NO_RANK) {
+        emit(w, e->unk_id);
+        return;
+    }
+    for (size_t k = 0; k < n; k++) emit(w, e->fallback[p[k]]);
+}
+
 static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     uint32_t *next = w->next, *prev = w->prev, *id = w->ranks;
-    for (size_t k = 0; k < n; k++) {
-        next[k] = (uint32_t)(k + 1);
-        prev[k] = k ? (uint32_t)(k - 1) : DEAD;
-        id[k] = e->byte_id[p[k]];
-    }
     size_t len = 0;
-    for (size_t k = 0; k + 1 < n; k++) push_pair(e, p, n, w, &len, (uint32_t)k);
+    if (e->char_units) {
+        char_parts(e, p, n, w);
+        for (uint32_t k = 0; k < n; k = next[k]) push_pair(e, p, n, w, &len, k);
+    } else {
+        for (size_t k = 0; k < n; k++) {
+            next[k] = (uint32_t)(k + 1);
+            prev[k] = k ? (uint32_t)(k - 1) : DEAD;
+            id[k] = e->byte_id[p[k]];
+        }
+        for (size_t k = 0; k + 1 < n; k++) push_pair(e, p, n, w, &len, (uint32_t)k);
+    }
     while (len) {
         uint64_t key = w->heap[0];
         uint32_t end = w->heap_end[0];
@@ -217,15 +253,24 @@ static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
         if (prev[start] == DEAD && start != 0) continue; /* absorbed by its left neighbour */
         uint32_t mid = next[start];
         if (mid >= n || next[mid] != end) continue;      /* stale */
-        id[start] = e->pair_keys ? e->pair_values[2 * pair_slot(e, id[start], id[mid]) + 1]
-                                 : (uint32_t)(key >> 32); /* tiktoken: the rank is the ID */
+        if (e->pair_keys)
+            id[start] = e->pair_values[2 * pair_slot(e, id[start], id[mid]) + 1];
+        else if (e->rank_by_id)
+            id[start] = lookup(e, p + start, end - start); /* (ranks are shared) */
+        else
+            id[start] = (uint32_t)(key >> 32); /* tiktoken: the rank is the ID */
         next[start] = end;
         if (end < n) prev[end] = start;
         prev[mid] = DEAD;
         if (start > 0) push_pair(e, p, n, w, &len, prev[start]);
         push_pair(e, p, n, w, &len, start);
     }
-    for (uint32_t k = 0; k < n; k = next[k]) emit(w, id[k]);
+    for (uint32_t k = 0; k < n; k = next[k]) {
+        if (id[k] != NO_RANK)
+            emit(w, id[k]);
+        else
+            emit_unknown(e, p + k, next[k] - k, w);
+    }
 }
 
 static void merge_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
@@ -233,7 +278,7 @@ static void merge_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
         w->failed = 1;
         return;
     }
-    if (n <= SHORT_PIECE && !e->pair_keys)
+    if (n <= SHORT_PIECE && !e->pair_keys && !e->char_units)
         merge_short(e, p, n, w);
     else
         merge_long(e, p, n, w);

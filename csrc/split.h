@@ -16,7 +16,6 @@ static inline int fold_in(uint32_t c, char lower) {
     if (c == (uint32_t)lower || c == (uint32_t)(lower - 32)) return 1;
     return lower == 's' && c == 0x17F; /* (?i) folds U+017F (long s) to s */
 }
-/* DeepSeek-V3: a Sequence of three Isolated splits (deepseek_v3_starts in splits.py). */
 /* DeepSeek-V3's classes (a Sequence of three Isolated splits: deepseek_v3_starts in splits.py). */
 static inline int is_cjk_kana(uint32_t c) {
     return (c >= 0x4E00 && c <= 0x9FA5) || (c >= 0x3040 && c <= 0x30FF);
@@ -123,13 +122,13 @@ static size_t SPLIT(end_r50k)(const Seg *s, size_t i) {
     return SPLIT(whitespace_end)(s, i, K_R50K);
 }
 
-/* The alternatives after the letter ones, for cl100k_base, Llama-3, Qwen and o200k: digit
- * groups, punctuation runs (with trailing [\r\n], or [\r\n/] for o200k), whitespace, and
- * otherwise one character. `letter`: the flags of the pattern's letter runs. */
+/* The alternatives after the letter ones, for cl100k_base, Llama-3, Qwen, o200k and Tekken:
+ * digit groups, punctuation runs (with trailing [\r\n], or [\r\n/] for o200k and Tekken),
+ * whitespace, and otherwise one character. `letter`: the flags of the pattern's letter runs. */
 static inline size_t SPLIT(end_after_letters)(const Seg *s, size_t i, int kind, uint8_t letter) {
     uint8_t f = FLAG(s, i);
     if (f & F_NUMBER) {
-        if (kind == K_QWEN2 || kind == K_QWEN35) return i + 1;  /* \p{N} */
+        if (kind == K_QWEN2 || kind == K_QWEN35 || kind == K_TEKKEN) return i + 1; /* \p{N} */
         if (kind == K_CL100K_HF) return SPLIT(run_end)(s, i, F_NUMBER); /* Oniguruma's (\p{N}{1,3})+ */
         size_t j = i + 1;                                        /* \p{N}{1,3} */
         while (j < s->n && j < i + 3 && (FLAG(s, j) & F_NUMBER)) j++;
@@ -137,7 +136,7 @@ static inline size_t SPLIT(end_after_letters)(const Seg *s, size_t i, int kind, 
     }
     uint8_t not_other = F_SPACE | letter | F_NUMBER;
     if (SPLIT(is_other)(s, i, not_other) || (CP(s, i) == ' ' && SPLIT(is_other)(s, i + 1, not_other)))
-        return SPLIT(punct_end)(s, i, not_other, kind == K_O200K);
+        return SPLIT(punct_end)(s, i, not_other, kind == K_O200K || kind == K_TEKKEN);
     if (f & F_SPACE) return SPLIT(whitespace_end)(s, i, kind);
     return i + 1;
 }
@@ -155,32 +154,59 @@ static size_t SPLIT(end_cl100k_like)(const Seg *s, size_t i, int kind) {
 }
 
 /* o200k's two letter alternatives from p: [upper]*[lower]+ (first) and [upper]+[lower]*
- * (second), each with an optional contraction; 0 where it does not match. */
+ * (second), each with an optional contraction (o200k) or none (Tekken); 0 where it does not
+ * match. */
 
-static inline size_t SPLIT(with_contraction)(const Seg *s, size_t end) {
-    return end + SPLIT(contraction)(s, end, 1);
+static inline size_t SPLIT(with_contraction)(const Seg *s, size_t end, int contractions) {
+    return contractions ? end + SPLIT(contraction)(s, end, 1) : end;
 }
 
-static size_t SPLIT(o200k_letters)(const Seg *s, size_t p, int second) {
+static size_t SPLIT(o200k_letters)(const Seg *s, size_t p, int second, int contractions) {
     if (p >= s->n) return 0;
     size_t ue = SPLIT(run_end)(s, p, UPPER_SET);
-    if (ue < s->n && (FLAG(s, ue) & F_LOWER)) return SPLIT(with_contraction)(s, SPLIT(run_end)(s, ue, LOWER_SET));
-    if (second) return ue > p ? SPLIT(with_contraction)(s, ue) : 0;
+    if (ue < s->n && (FLAG(s, ue) & F_LOWER))
+        return SPLIT(with_contraction)(s, SPLIT(run_end)(s, ue, LOWER_SET), contractions);
+    if (second) return ue > p ? SPLIT(with_contraction)(s, ue, contractions) : 0;
     /* Backtrack the upper run to its last character that is in both sets. */
     for (size_t j = ue; j > p; j--)
-        if (FLAG(s, j - 1) & BOTH) return SPLIT(with_contraction)(s, j);
+        if (FLAG(s, j - 1) & BOTH) return SPLIT(with_contraction)(s, j, contractions);
     return 0;
 }
 
-static size_t SPLIT(end_o200k)(const Seg *s, size_t i) {
+/* o200k, and Tekken (its letter runs take no contraction; its digits are \p{N}). */
+static size_t SPLIT(end_o200k)(const Seg *s, size_t i, int kind) {
     uint8_t f = FLAG(s, i);
     int prefix = !SPLIT(is_newline)(s, i) && !(f & (F_LETTER | F_NUMBER));
+    int contractions = kind == K_O200K;
     for (int second = 0; second < 2; second++) {
         size_t end;
-        if (prefix && (end = SPLIT(o200k_letters)(s, i + 1, second))) return end;
-        if ((f & (UPPER_SET | LOWER_SET)) && (end = SPLIT(o200k_letters)(s, i, second))) return end;
+        if (prefix && (end = SPLIT(o200k_letters)(s, i + 1, second, contractions))) return end;
+        if ((f & (UPPER_SET | LOWER_SET)) && (end = SPLIT(o200k_letters)(s, i, second, contractions)))
+            return end;
     }
-    return SPLIT(end_after_letters)(s, i, K_O200K, F_LETTER);
+    return SPLIT(end_after_letters)(s, i, kind, F_LETTER);
+}
+
+/* SentencePiece's words (only U+0020 is a space): ` *[^ ]+| +` (sp_prefix: a word with the
+ * spaces before it) and `[^ ]+ *| +` (sp_suffix: with the spaces after it); a run of spaces
+ * with no word after (before) it is a piece of its own. */
+static inline size_t SPLIT(spaces_end)(const Seg *s, size_t i) {
+    while (i < s->n && CP(s, i) == ' ') i++;
+    return i;
+}
+
+static inline size_t SPLIT(word_end)(const Seg *s, size_t i) {
+    while (i < s->n && CP(s, i) != ' ') i++;
+    return i;
+}
+
+static size_t SPLIT(end_sp_prefix)(const Seg *s, size_t i) {
+    size_t word = SPLIT(spaces_end)(s, i);
+    return word < s->n ? SPLIT(word_end)(s, word) : word;
+}
+
+static size_t SPLIT(end_sp_suffix)(const Seg *s, size_t i) {
+    return SPLIT(spaces_end)(s, CP(s, i) == ' ' ? i : SPLIT(word_end)(s, i));
 }
 
 
@@ -242,8 +268,12 @@ static size_t SPLIT(end_deepseek_v3)(Seg *s, size_t i) {
 static inline size_t SPLIT(piece_end)(Seg *s, size_t i, int kind) {
     switch (kind) {
     case K_R50K: return SPLIT(end_r50k)(s, i);
-    case K_O200K: return SPLIT(end_o200k)(s, i);
+    case K_O200K:
+    case K_TEKKEN: return SPLIT(end_o200k)(s, i, kind);
     case K_DEEPSEEK_V3: return SPLIT(end_deepseek_v3)(s, i);
+    case K_SP_PREFIX: return SPLIT(end_sp_prefix)(s, i);
+    case K_SP_SUFFIX: return SPLIT(end_sp_suffix)(s, i);
+    case K_WHOLE: return s->n; /* [\s\S]+: the whole segment */
     default: return SPLIT(end_cl100k_like)(s, i, kind);
     }
 }

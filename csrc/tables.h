@@ -25,6 +25,10 @@ enum {
     K_QWEN35,
     K_O200K,
     K_DEEPSEEK_V3,
+    K_TEKKEN,
+    K_SP_PREFIX,
+    K_SP_SUFFIX,
+    K_WHOLE,
     K_COUNT,
 };
 
@@ -68,6 +72,16 @@ typedef struct {
                              * most lookups that find nothing (merge candidates) stop here, in
                              * cache, instead of reading the table */
     int whole_piece;        /* look a piece up whole first (tiktoken; HF ignore_merges) */
+    /* SentencePiece: merges start from characters, not bytes (a merges list always). A
+     * character that is no token becomes `fallback` of each of its bytes (byte fallback), or
+     * `unk_id` once if that is not NO_RANK. byte_id holds the same for one-byte characters. */
+    int char_units;
+    uint32_t unk_id;
+    uint32_t fallback[256];
+    /* SentencePiece's rule, without a merges list: tiktoken's (a pair merges when its bytes
+     * are a token) with the rank of token `id` in rank_by_id[id] (a place among the scores,
+     * shared by pieces of one score), not the ID. NULL: the rank is the ID. */
+    uint32_t *rank_by_id;
     /* A merges list (Hugging Face): (left ID, right ID) -> (rank, merged ID). NULL: tiktoken's
      * rule, a pair merges when its bytes are a token, whose ID is the rank. */
     uint64_t *pair_keys;    /* (left << 32) | right; PAIR_EMPTY = empty */

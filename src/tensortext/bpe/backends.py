@@ -128,7 +128,7 @@ def choose_backend(
     if device_type == "cpu" and merge_backend == "auto" and kind == vocab.kind:
         if native.native_applies(kind):
             return "c"
-        if python_split_available(kind):
+        if python_split_available(kind) and vocab.unknown_ids is None:  # (bytes only)
             return "python"
     if merge_backend == "triton":
         return "triton"

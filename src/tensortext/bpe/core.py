@@ -17,6 +17,7 @@ from tensortext.bpe.decoding import DecodeMethods
 from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.post_processor import add_affixes, add_affixes_flat, post_processor_affixes
+from tensortext.bpe.sentencepiece import read_sentencepiece
 from tensortext.bpe.serial import merge_serial
 from tensortext.bpe.tensor_api import TensorMethods
 from tensortext.bpe.text import (
@@ -29,6 +30,7 @@ from tensortext.bpe.text import (
     check_text,
     check_texts,
     prepare_segments,
+    sentencepiece_text,
     special_regex,
     without_surrogates,
 )
@@ -130,6 +132,25 @@ class Encoding(DecodeMethods, TensorMethods):
         )
 
     @classmethod
+    def from_sentencepiece(cls, source: str | Path | bytes, *, name: str | None = None) -> Encoding:
+        """An encoding from a SentencePiece BPE model (Llama-2, Mistral 7B, Gemma, ...).
+
+        Args:
+            source: a ``.model`` file's path, or its bytes.
+            name: defaults to the file name up to its first dot.
+
+        ``encode_ordinary`` gives ``sentencepiece``'s ``encode``; control pieces (``<s>``,
+        ``[INST]``) are special tokens, user-defined pieces are always cut out, as
+        ``sentencepiece`` does; ``add_special_tokens=True`` puts the BOS first (HF's
+        ``LlamaTokenizer``). ``decode`` gives ``sentencepiece``'s ``decode``.
+
+        Raises:
+            ValueError: naming the file and setting, for a model not reproduced exactly (see
+                :func:`~tensortext.bpe.sentencepiece.read_sentencepiece`).
+        """
+        return cls._from_vocab(read_sentencepiece(source, name=name))
+
+    @classmethod
     def from_hf_json(cls, source: str | Path | Any) -> Encoding:
         """An encoding from a Hugging Face byte-level BPE tokenizer.
 
@@ -144,6 +165,27 @@ class Encoding(DecodeMethods, TensorMethods):
         default is tiktoken's, False).
         """
         return cls._from_vocab(read_hf_json(source))
+
+    @classmethod
+    def from_tekken(cls, path: str | Path, *, name: str | None = None) -> Encoding:
+        """An encoding from Mistral's Tekken file (``tekken_*.json``; NeMo, Pixtral, ...).
+
+        ``encode_ordinary`` gives mistral-common's ``Tekkenizer.encode(text, bos=False,
+        eos=False)``; the special tokens (``<s>``, ``[INST]``, ...) take IDs ``0..N-1``
+        (``default_num_special_tokens``), and ``decode`` gives ``Tekkenizer.decode`` with
+        ``special_token_policy=KEEP`` (a special token's name; mistral-common's default drops it).
+
+        Args:
+            path: the file.
+            name: defaults to the file name without ``.json``.
+
+        Raises:
+            ValueError: naming the file and field of a malformed file (see
+                :func:`~tensortext.bpe.tekken.read_tekken`).
+        """
+        from tensortext.bpe.tekken import read_tekken
+
+        return cls._from_vocab(read_tekken(path, name=name))
 
     # ------------------------------------------------------------------ properties
     @property
@@ -417,7 +459,12 @@ class Encoding(DecodeMethods, TensorMethods):
         options = self._vocab.options
         if not isinstance(backend, CBackend) or options.normalizer or options.add_prefix_space:
             return None
-        return backend.encoder.encode_many  # type: ignore[no-any-return]
+        encode_many: Callable[[list[str]], list[list[int]]] = backend.encoder.encode_many
+        if options.user_symbols:
+            return None
+        if options.sentencepiece:
+            return lambda texts: encode_many([sentencepiece_text(t, options) for t in texts])
+        return encode_many
 
     @cached_property
     def _special_finder(self) -> re.Pattern[str] | None:

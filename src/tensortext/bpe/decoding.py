@@ -133,7 +133,9 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
     in_range = (flat >= 0) & (flat < len(vocab.tokens))
     safe = flat.where(in_range, 0)
     token_lens = tables.token_offsets[safe + 1] - tables.token_offsets[safe]
-    bad = ~in_range | (token_lens == 0)  # no token is empty: length 0 is an unused ID
+    bad = ~in_range
+    if vocab.unknown_ids is None:  # no token is empty (but SentencePiece's control pieces)
+        bad |= token_lens == 0  # length 0 is an unused ID
     if bool(bad.any()):
         raise UnknownTokenError(
             f"ids holds {int(flat[bad][0])}, which is not a token of {vocab.name} "
@@ -146,7 +148,36 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
     )
     blob = bytes(data.numpy())
     bounds = [0, *torch.cumsum(row_bytes, 0).tolist()]
-    return [blob[a:b] for a, b in itertools.pairwise(bounds)]
+    rows = [blob[a:b] for a, b in itertools.pairwise(bounds)]
+    if vocab.options.strip_decoded:
+        rows = [
+            without_dummy_prefix(vocab, row[:length], data)
+            for row, length, data in zip(ids.tolist(), lengths.tolist(), rows, strict=True)
+        ]
+    return rows
+
+
+def without_dummy_prefix(vocab: Vocab, ids: Sequence[int], data: bytes) -> bytes:
+    """``data``, the bytes of ``ids``, without SentencePiece's dummy prefix: the space that
+    the first piece with text starts with (ends with, for a whitespace-suffix model), if that
+    is an ordinary piece, as ``sentencepiece``'s ``decode`` drops it."""
+    options = vocab.options
+    if not options.strip_decoded or not data:
+        return data
+    if options.strip_decoded == "always":  # HF's Strip decoder: the text's first space
+        return data[1:] if data.startswith(b" ") else data
+    tokens, mergeable = vocab.tokens, vocab.mergeable
+    order = reversed(ids) if options.whitespace_suffix else ids
+    for token in order:
+        piece = tokens[token]
+        if not piece:
+            continue  # a control piece
+        if mergeable.get(piece) != token:
+            return data  # a byte piece or the unknown piece
+        if options.whitespace_suffix:
+            return data[:-1] if piece.endswith(b" ") else data
+        return data[1:] if piece.startswith(b" ") else data
+    return data
 
 
 class DecodeMethods:
@@ -162,7 +193,14 @@ class DecodeMethods:
             KeyError: (a :class:`~tensortext.bpe.UnknownTokenError`, also a ``ValueError``) for
                 an ID that is no token.
         """
-        return b"".join(token_bytes(self._vocab, tokens, "tokens"))
+        return self._joined(tokens, "tokens")
+
+    def _joined(self, tokens: TokenIds, name: str) -> bytes:
+        """The bytes of ``tokens``, joined, without a SentencePiece dummy prefix."""
+        data = b"".join(token_bytes(self._vocab, tokens, name))
+        if self._vocab.options.strip_decoded:
+            data = without_dummy_prefix(self._vocab, id_list(tokens, name), data)
+        return data
 
     def decode(self, tokens: TokenIds, errors: str = "replace") -> str:
         """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD unless ``errors`` says else)."""
@@ -221,7 +259,7 @@ class DecodeMethods:
                     f"batch must be a list of token lists or a [B, L] array, got a numpy array "
                     f"of shape {list(rows.shape)}"
                 )
-            return [b"".join(token_bytes(self._vocab, row, "batch[i]")) for row in rows]
+            return [self._joined(row, "batch[i]") for row in rows]
         if isinstance(batch, str | bytes) or not isinstance(batch, Sequence):
             raise TypeError(f"batch must be a list of token lists, got {type(batch).__name__}")
-        return [b"".join(token_bytes(self._vocab, row, "batch[i]")) for row in batch]
+        return [self._joined(row, "batch[i]") for row in batch]

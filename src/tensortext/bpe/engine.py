@@ -19,7 +19,7 @@ import torch
 from tensortext.bpe.merge import MergeTables, expand_spans, lookup_pieces, merge_pieces
 from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton
 from tensortext.bpe.pretokenize import PatternKind, piece_starts
-from tensortext.bpe.serial import merge_parts_by_rank, merge_serial, merge_tokens
+from tensortext.bpe.serial import char_parts, merge_parts_by_rank, merge_serial, merge_tokens
 from tensortext.bpe.text import Segments
 from tensortext.bpe.vocab import Vocab
 from tensortext.padded import Padded
@@ -186,6 +186,12 @@ def _merge_serially(
     positions: list[int] = []
     values: list[int] = []
     for start, length in zip(starts[irregular].tolist(), lens[irregular].tolist(), strict=True):
+        if vocab.unknown_ids is not None:  # SentencePiece: from its characters
+            offsets, first = char_parts(host[start : start + length], vocab)
+            for index, token in merge_tokens(first, pairs):
+                positions.append(start + offsets[index])
+                values.append(token)
+            continue
         for token in merge_serial(host[start : start + length], byte_ids, pairs):
             positions.append(start)
             values.append(token)
@@ -221,7 +227,7 @@ def _merge(
     ``[P]`` bool masks of the pieces the sequential merges must do (irregular) or finish
     (unfinished after ``MAX_PASSES``)."""
     unfinished = torch.zeros(starts.numel(), dtype=torch.bool, device=data.device)
-    if not triton:
+    if not triton or tables.char_units:  # (the kernel merges bytes, not characters)
         irregular = merge_pieces(
             data, starts, lens, tables, out, max_passes=MAX_PASSES, unfinished=unfinished
         )

@@ -37,7 +37,13 @@ from functools import cache, lru_cache
 from itertools import islice
 from typing import TYPE_CHECKING, cast
 
-from tensortext.bpe.patterns import PATTERNS, PatternKind
+from tensortext.bpe.patterns import (
+    PATTERNS,
+    SP_PREFIX_PATTERN,
+    SP_SUFFIX_PATTERN,
+    WHOLE_PATTERN,
+    PatternKind,
+)
 from tensortext.bpe.serial import merge_by_rank, merge_serial, merge_short
 from tensortext.bpe.unicode import (
     LETTER,
@@ -82,12 +88,16 @@ _LITERAL_ESCAPES = frozenset("'\\/-$.^|?*+()[]{} ")
 _ITEM = re.compile(r"\\p\{(\w+)\}|\\([sS])|\\(.)|(.)", re.DOTALL)
 _BMP_END = 0x10000
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
-# A piece boundary in every pattern of PATTERNS: a lone newline after a character that is not
-# whitespace ends a piece (a punctuation run takes it, or it is a piece of its own), and a letter
-# after it starts one (letter pieces' optional first character is never a newline). No pattern
-# looks behind, and at the end of a chunk ``\s++$`` matches that lone newline, as ``\s`` or
-# ``\s*[\r\n]`` does in the whole text. (BMP classes: beyond U+FFFF, no boundary is claimed.)
+# A piece boundary in every pattern of PATTERNS but _UNCHUNKED: a lone newline after a character
+# that is not whitespace ends a piece (a punctuation run takes it, or it is a piece of its own),
+# and a letter after it starts one (letter pieces' optional first character is never a newline).
+# No pattern looks behind, and at the end of a chunk ``\s++$`` matches that lone newline, as
+# ``\s`` or ``\s*[\r\n]`` does in the whole text. (BMP classes: beyond U+FFFF, no boundary is
+# claimed.)
 _CHUNK_BOUNDARY = r"(?<=[^\s]\n)(?=\p{L})"
+# Patterns whose pieces run across newlines (SentencePiece's words, the whole segment), which the
+# chunks would cut: text with codepoints beyond U+FFFF takes their full pattern whole.
+_UNCHUNKED = frozenset({SP_PREFIX_PATTERN, SP_SUFFIX_PATTERN, WHOLE_PATTERN})
 _SURROGATES = (0xD800, 0xDFFF)
 
 
@@ -161,7 +171,7 @@ def _class_set(body: str, below: int) -> tuple[tuple[int, int], ...] | None:
     ``None`` if an item is not translated. (Cached: the patterns repeat their classes, and each
     encoding compiles its pattern for ASCII, BMP and all text.)"""
     negated = body.startswith("^") and len(body) > 1
-    flags, literals, properties = 0, [], set()
+    flags, literals, properties, non_space = 0, [], set(), False
     for match in _ITEM.finditer(body[1:] if negated else body):
         name, space, escaped, char = match.groups()
         if name is not None:
@@ -170,10 +180,10 @@ def _class_set(body: str, below: int) -> tuple[tuple[int, int], ...] | None:
             else:
                 properties.add(name)
         elif space is not None:
-            if space == "S":
-                if body != "\\S":
-                    return None  # \S inside a class: not in any known pattern
+            if space == "S" and body == "\\S":
                 negated, flags = True, SPACE
+            elif space == "S":  # \S inside a class ([\s\S]: any codepoint)
+                non_space = True
             else:
                 flags |= SPACE
         elif escaped is not None:
@@ -192,6 +202,8 @@ def _class_set(body: str, below: int) -> tuple[tuple[int, int], ...] | None:
     if properties or "-" in re.sub(r"\\p\{\w+\}|\\.", "", body):
         return None  # a lone \p{Lu}, an unknown property, or a range
     ranges = _flag_ranges(flags, below)
+    if non_space:
+        ranges = _union(ranges, _complement(_flag_ranges(SPACE, below), below))
     if literals:
         ranges = _union(ranges, [(c, c) for c in literals if c < below])
     return tuple(_complement(ranges, below) if negated else ranges)
@@ -356,14 +368,16 @@ class HostEncoder:
         """The pieces of one ordinary segment.
 
         Text with codepoints beyond U+FFFF (emoji) is cut into chunks where every known pattern
-        ends a piece (``_CHUNK_BOUNDARY``), so that only the chunks holding such codepoints
-        take the slower pattern.
+        (but those of ``_UNCHUNKED``) ends a piece (``_CHUNK_BOUNDARY``), so that only the
+        chunks holding such codepoints take the slower pattern.
         """
         if text.isascii():
             assert self.ascii_pattern is not None, "check usable first"
             return self.ascii_pattern.findall(text)
         if _ASTRAL.search(text) is None:
             return self.bmp_pattern.findall(text)
+        if self.pat_str in _UNCHUNKED:
+            return self.pattern.findall(text)
         pieces: list[str] = []
         for chunk in _chunk_boundary().split(text):
             fast = _ASTRAL.search(chunk) is None

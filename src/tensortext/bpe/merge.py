@@ -65,6 +65,12 @@ class MergeTables:
     key_base: int
     max_token_len: int
     whole_piece_lookup: bool
+    char_units: bool = False
+    """SentencePiece: merges start from characters; ``byte_ids`` of a byte that is no
+    one-byte token are its fallback, and a longer character that is no token stays as its bytes
+    (byte fallback) or becomes ``unk_id`` (``>= 0``). Different pieces may share a rank (a
+    score), the leftmost merging first."""
+    unk_id: int = -1
 
     def to(self, device: torch.device) -> MergeTables:
         fields: dict[str, Any] = {
@@ -131,10 +137,17 @@ def lookup_pieces(
 
     Hash lookups are confirmed byte by byte, so a hash collision can never return a wrong token.
     """
+    if not tables.whole_piece_lookup:
+        return torch.full_like(starts, -1)
+    return _lookup_exact(data, starts, lens, tables)
+
+
+def _lookup_exact(
+    data: torch.Tensor, starts: torch.Tensor, lens: torch.Tensor, tables: MergeTables
+) -> torch.Tensor:
+    """:func:`lookup_pieces` whatever ``whole_piece_lookup`` says."""
     found = torch.full_like(starts, -1)
     candidate = (lens <= tables.max_token_len) & (lens > 0)
-    if not tables.whole_piece_lookup:
-        return found
     safe_lens = torch.where(candidate, lens, 0)
     keys = piece_keys(data, starts, safe_lens, tables.hash_powers)
     slot = torch.searchsorted(tables.piece_keys, keys).clamp(max=tables.piece_keys.numel() - 1)
@@ -202,6 +215,11 @@ def merge_pieces(
         return irregular
     position = starts[owner] + offset  # [T] byte offsets
     tokens = tables.byte_ids[data[position].long()]
+    if tables.char_units:
+        tokens, owner, position = _characters(data, tokens, owner, position, tables)
+    # With ranks shared by different pieces (SentencePiece), a pair of the same rank formed by
+    # a pass may come before the ones it merged: that is irregular too.
+    tied = tables.char_units
     last_rank = torch.full((num_pieces,), -1, dtype=torch.int64, device=device)
     passes = 0
     while tokens.numel():
@@ -212,7 +230,8 @@ def merge_pieces(
         piece_min.scatter_reduce_(0, owner[:-1], rank, reduce="amin")
         # A piece whose lowest rank went *down* formed a pair the sequential order would have
         # merged earlier: redo it serially.
-        irregular |= (piece_min < last_rank) & (piece_min != NO_RANK)
+        went_down = piece_min <= last_rank if tied else piece_min < last_rank
+        irregular |= went_down & (piece_min != NO_RANK)
         if passes == max_passes and unfinished is not None:
             # Stop here, after the check of the last pass: the tokens of every regular piece
             # are a state of the sequential order, and the heap goes on from it.
@@ -231,6 +250,33 @@ def merge_pieces(
         keep = (~removed & (piece_min != NO_RANK)[owner] & ~irregular[owner]).nonzero().squeeze(1)
         tokens, owner, position = tokens[keep], owner[keep], position[keep]
     return irregular
+
+
+def _characters(
+    data: torch.Tensor,
+    tokens: torch.Tensor,
+    owner: torch.Tensor,
+    position: torch.Tensor,
+    tables: MergeTables,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """SentencePiece's first parts from the bytes' (``[T]`` each): a character of several
+    bytes that is a token becomes that token; one that is not stays as its bytes' fallback
+    tokens, or becomes ``unk_id`` once."""
+    value = data[position].long()
+    lead = (value & 0xC0) != 0x80
+    length = torch.where(value >= 0xF0, 4, torch.where(value >= 0xE0, 3, 2))
+    multi = lead & (value >= 0xC0)
+    found = _lookup_exact(data, position[multi], length[multi], tables)
+    char_token = torch.full_like(tokens, -1)
+    char_token[multi] = found
+    if tables.unk_id >= 0:
+        char_token[multi] = torch.where(found >= 0, found, tables.unk_id)
+    tokens = torch.where(char_token >= 0, char_token, tokens)
+    # Each byte's character: the last lead at or before it (pieces start at characters).
+    index = torch.arange(tokens.numel(), device=tokens.device)
+    lead_of = torch.cummax(torch.where(lead, index, -1), 0).values
+    keep = (lead | (char_token[lead_of] < 0)).nonzero().squeeze(1)
+    return tokens[keep], owner[keep], position[keep]
 
 
 def _choose_merges(
@@ -258,6 +304,6 @@ def _choose_merges(
     if tokens.numel() > 3:
         next_too = chosen[:-2] & chosen[2:] & (owner[:-3] == owner[2:-1])
         between, _ = _pair_lookup(torch.where(next_too, merged[:-2], 0), tokens[2:-1], tables)
-        bad = next_too & (between < rank[:-2])
+        bad = next_too & ((between <= rank[:-2]) if tables.char_units else (between < rank[:-2]))
         irregular.index_put_((owner[:-3][bad],), torch.ones_like(owner[:-3][bad], dtype=torch.bool))
     return chosen

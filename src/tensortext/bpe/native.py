@@ -62,6 +62,10 @@ _KIND_CODES = {
     "qwen35": 5,
     "o200k": 6,
     "deepseek_v3": 7,
+    "tekken": 8,
+    "sp_prefix": 9,
+    "sp_suffix": 10,
+    "whole": 11,
 }
 THREADS_MIN_CHARS = 1 << 16
 """Characters of ordinary text in one call from which ``encode_batch`` uses several threads
@@ -107,6 +111,9 @@ def native_applies(kind: str) -> bool:
     return kind in _KIND_CODES and native_available()
 
 
+NO_ID = 2**32 - 1  # the C encoder's "none"
+
+
 def native_encoder(vocab: Vocab) -> Any | None:
     """The C encoder of ``vocab`` (the one that holds it, if it read the file itself), or
     ``None`` where it does not apply (see :func:`native_applies`)."""
@@ -119,7 +126,12 @@ def native_encoder(vocab: Vocab) -> Any | None:
     if vocab.merges is not None:  # (left, right, rank, merged) quads
         quads = [(*pair, *result) for pair, result in vocab.merges.items()]
         merges = array("I", itertools.chain.from_iterable(quads)).tobytes()
+    unknown = ranks = None
     mergeable = vocab.mergeable
+    if vocab.unknown_ids is not None:  # SentencePiece: characters as units
+        unknown = array("I", [NO_ID if i < 0 else i for i in vocab.unknown_ids]).tobytes()
+    if vocab.piece_ranks is not None:  # SentencePiece: ranks from scores
+        ranks = array("I", map(vocab.piece_ranks.__getitem__, mergeable.values())).tobytes()
     return _native.Encoder(
         list(mergeable),
         list(mergeable.values()),
@@ -127,6 +139,8 @@ def native_encoder(vocab: Vocab) -> Any | None:
         kind,
         merges=merges,
         whole_piece=vocab.whole_piece_lookup,
+        unknown=unknown,
+        ranks=ranks,
     )
 
 

@@ -1,9 +1,10 @@
 """The split patterns tensortext reproduces exactly, and their kinds: plain data, no torch.
 
-Each supported regex (tiktoken's r50k/GPT-2, cl100k and o200k, Llama-3's, Qwen2's, Qwen3.5's, and
-DeepSeek-V3's sequence of Hugging Face ``Split`` steps) maps to a :data:`PatternKind`, the name
-both encoders know it by: the tensor engine (:mod:`tensortext.bpe.pretokenize`) and the host
-encoders (:mod:`tensortext.bpe.host`, ``csrc/``).
+Each supported regex (tiktoken's r50k/GPT-2, cl100k and o200k, Llama-3's, Qwen2's, Qwen3.5's,
+Mistral's Tekken, DeepSeek-V3's sequence of Hugging Face ``Split`` steps, and the splits of
+SentencePiece BPE) maps to a :data:`PatternKind`, the name both encoders know it by: the tensor
+engine (:mod:`tensortext.bpe.pretokenize`) and the host encoders (:mod:`tensortext.bpe.host`,
+``csrc/``).
 """
 
 from __future__ import annotations
@@ -25,13 +26,29 @@ __all__ = [
     "QWEN2_PATTERN",
     "QWEN35_PATTERN",
     "R50K_PATTERN",
+    "SP_PREFIX_PATTERN",
+    "SP_SUFFIX_PATTERN",
+    "TEKKEN_PATTERN",
+    "WHOLE_PATTERN",
     "PatternKind",
     "pattern_kind",
     "split_sequence_kind",
 ]
 
 PatternKind = Literal[
-    "r50k", "cl100k", "cl100k_hf", "o200k", "llama3", "qwen2", "qwen35", "deepseek_v3", "bytes"
+    "r50k",
+    "cl100k",
+    "cl100k_hf",
+    "o200k",
+    "llama3",
+    "qwen2",
+    "qwen35",
+    "tekken",
+    "deepseek_v3",
+    "sp_prefix",
+    "sp_suffix",
+    "whole",
+    "bytes",
 ]
 
 # The three Split regexes of DeepSeek-V3's tokenizer.json, in order (each behavior="Isolated").
@@ -79,6 +96,27 @@ QWEN35_PATTERN = (
     r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}"""
     r"""| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 )
+# Mistral's Tekken (tekken.json's config["pattern"]): o200k's without the contraction suffixes,
+# with single digits.
+TEKKEN_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*""",
+        r"""\p{N}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+# SentencePiece BPE's words: its text reaches the split with U+0020 for its U+2581. A word takes
+# the spaces before it (sp_prefix) or after it (sp_suffix, `treat_whitespace_as_suffix`); a run
+# of spaces with no word after (before) it is a piece of its own. Only U+0020 is a space here:
+# tabs and newlines are word characters.
+SP_PREFIX_PATTERN = r""" *[^ ]+| +"""
+SP_SUFFIX_PATTERN = r"""[^ ]+ *| +"""
+# No split: each ordinary segment is one piece.
+WHOLE_PATTERN = r"""[\s\S]+"""
 
 PATTERNS: dict[str, PatternKind] = {
     R50K_PATTERN: "r50k",
@@ -88,6 +126,10 @@ PATTERNS: dict[str, PatternKind] = {
     LLAMA3_PATTERN: "llama3",
     QWEN2_PATTERN: "qwen2",
     QWEN35_PATTERN: "qwen35",
+    TEKKEN_PATTERN: "tekken",
+    SP_PREFIX_PATTERN: "sp_prefix",
+    SP_SUFFIX_PATTERN: "sp_suffix",
+    WHOLE_PATTERN: "whole",
 }
 # Hugging Face `tokenizers` runs the same strings through Oniguruma, where `{1,3}+` is not
 # possessive but "one or more of {1,3}": cl100k's digit groups become whole digit runs there.
@@ -102,7 +144,11 @@ KINDS: tuple[PatternKind, ...] = (
     "llama3",
     "qwen2",
     "qwen35",
+    "tekken",
     "deepseek_v3",
+    "sp_prefix",
+    "sp_suffix",
+    "whole",
     "bytes",
 )
 
@@ -124,7 +170,8 @@ def pattern_kind(pat_str: str, *, engine: Literal["tiktoken", "hf"] = "tiktoken"
     if kind is None:
         raise ValueError(
             f"pat_str={pat_str[:60]!r}... is not a split pattern tensortext reproduces exactly; "
-            f"pass one of the r50k/GPT-2, cl100k_base, o200k_base, Llama-3 or Qwen patterns "
+            f"pass one of the r50k/GPT-2, cl100k_base, o200k_base, Llama-3, Qwen, Tekken or "
+            f"SentencePiece patterns "
             f"(tensortext.bpe.PATTERNS), a kind name {KINDS}, or pretokenize='bytes'"
         )
     return kind

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tensortext.bpe.vocab import Vocab
 
 __all__ = [
     "NO_RANK",
+    "char_parts",
     "merge_by_rank",
     "merge_parts_by_rank",
     "merge_serial",
@@ -33,6 +38,29 @@ def merge_serial(
     ``pairs`` maps ``(left_id, right_id)`` to ``(rank, merged_id)``.
     """
     return [token for _, token in merge_tokens([byte_ids[b] for b in piece], pairs)]
+
+
+def char_parts(piece: bytes, vocab: Vocab) -> tuple[list[int], list[int]]:
+    """SentencePiece's first parts of a piece: ``(byte offsets, tokens)``, a token per
+    character that is one, else its bytes' fallback tokens or the unknown token once
+    (:attr:`~tensortext.bpe.vocab.Vocab.unknown_ids`)."""
+    assert vocab.unknown_ids is not None
+    unknown, unk = vocab.unknown_ids, vocab.unknown_ids[256]
+    get, byte_ids = vocab.mergeable.get, vocab.byte_ids
+    offsets: list[int] = []
+    tokens: list[int] = []
+    at = 0
+    for char in piece.decode("utf-8"):
+        data = char.encode("utf-8")
+        token = byte_ids[data[0]] if len(data) == 1 else get(data)
+        if token is not None or unk >= 0:
+            offsets.append(at)
+            tokens.append(unk if token is None else token)
+        else:
+            offsets.extend(range(at, at + len(data)))
+            tokens.extend(unknown[byte] for byte in data)
+        at += len(data)
+    return offsets, tokens
 
 
 def merge_tokens(

@@ -214,22 +214,49 @@ def raise_disallowed_special_token(token: str) -> NoReturn:
 def prepare_segments(vocab: Vocab, texts: list[str], allowed: frozenset[str]) -> Segments:
     """The texts cut at allowed special tokens (:func:`split_segments`), with the tokenizer's
     text options (normalizer, ``add_prefix_space``) applied to the ordinary segments."""
-    segments, special, owner = split_segments(
-        without_surrogates(texts), allowed, vocab.special_tokens
-    )
     options = vocab.options
+    texts = without_surrogates(texts)
+    specials = vocab.special_tokens
+    if options.sentencepiece:
+        texts = [sentencepiece_text(text, options) for text in texts]
+        if options.user_symbols:  # always cut out, as SentencePiece does
+            specials = {**specials, **dict(options.user_symbols)}
+            allowed = allowed | {text for text, _ in options.user_symbols}
+    segments, special, owner = split_segments(texts, allowed, specials)
     if options.normalizer or options.add_prefix_space:
         segments = [
-            _prepare(segment, options) if token < 0 else segment
-            for segment, token in zip(segments, special, strict=True)
+            _prepare(segment, options, first=at == 0 or owner[at - 1] != owner[at])
+            if token < 0
+            else segment
+            for at, (segment, token) in enumerate(zip(segments, special, strict=True))
         ]
     return segments, special, owner
 
 
-def _prepare(segment: str, options: TextOptions) -> str:
-    """A Hugging Face tokenizer's normalizer and ``add_prefix_space`` on one ordinary segment."""
+_SPACE_RUNS = re.compile(" {2,}")
+
+
+def sentencepiece_text(text: str, options: TextOptions) -> str:
+    """SentencePiece's normalization of one text (``identity`` rules; see
+    :attr:`TextOptions.sentencepiece`), with spaces kept as U+0020."""
+    text = text.replace("\u2581", " ")
+    if options.remove_extra_whitespaces:
+        text = _SPACE_RUNS.sub(" ", text.strip(" "))
+    if options.dummy_prefix and text:
+        text = text + " " if options.whitespace_suffix else " " + text
+    return text
+
+
+def _prepare(segment: str, options: TextOptions, *, first: bool) -> str:
+    """A Hugging Face tokenizer's normalizer and ``add_prefix_space`` on one ordinary segment
+    (``first``: its text's first segment)."""
     if options.normalizer is not None:
         segment = unicodedata.normalize(options.normalizer, segment)
-    if options.add_prefix_space and segment and not segment.startswith(" "):
+    if (
+        options.add_prefix_space
+        and segment
+        and (options.prefix_always or not segment.startswith(" "))
+        and (first or not options.prefix_first_only)
+    ):
         segment = " " + segment
     return segment

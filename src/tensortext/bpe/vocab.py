@@ -48,11 +48,36 @@ class TextOptions:
     add_prefix_space: bool = False
     prefix_ids: tuple[int, ...] = ()
     suffix_ids: tuple[int, ...] = ()
+    sentencepiece: bool = False
+    """SentencePiece's text rules (:mod:`.sentencepiece`), on each whole text before it is cut at
+    special tokens: U+2581 read as a space; with ``remove_extra_whitespaces``, spaces stripped at
+    both ends and runs of them cut to one; with ``dummy_prefix``, a space before a text that is
+    not empty (after it, with ``whitespace_suffix``), which decoding drops again. Its
+    ``user_symbols`` (text, ID) are cut out of every text, as special tokens always allowed."""
+    dummy_prefix: bool = False
+    whitespace_suffix: bool = False
+    remove_extra_whitespaces: bool = False
+    user_symbols: tuple[tuple[str, int], ...] = ()
+    prefix_always: bool = False
+    """With ``add_prefix_space``: a space before every ordinary segment that is not empty, even
+    one starting with a space (HF's ``Prepend`` normalizer)."""
+    prefix_first_only: bool = False
+    """With ``add_prefix_space``: only before a text's first segment if it is ordinary (HF's
+    ``Metaspace`` with ``prepend_scheme="first"``)."""
+    strip_decoded: Literal["", "sentencepiece", "always"] = ""
+    """Decoding drops one leading space: as ``sentencepiece`` does (that of the first piece
+    with text, if it is an ordinary piece), or always (HF's ``Strip`` decoder)."""
 
     @property
     def active(self) -> bool:
         """Whether any option changes the text or the IDs."""
-        return bool(self.normalizer or self.add_prefix_space or self.prefix_ids or self.suffix_ids)
+        return bool(
+            self.normalizer
+            or self.add_prefix_space
+            or self.prefix_ids
+            or self.suffix_ids
+            or self.sentencepiece
+        )
 
 
 @dataclass
@@ -73,6 +98,14 @@ class Vocab:
     merges: dict[tuple[int, int], tuple[int, int]] | None = None
     whole_piece_lookup: bool = True
     options: TextOptions = TextOptions()
+    piece_ranks: list[int] | None = None
+    """SentencePiece's rule (``merges`` is ``None``): tiktoken's, over characters, with the rank
+    of token ``i`` in ``piece_ranks[i]`` (its score's place; pieces of one score share it, the
+    leftmost merging first) instead of ``i``."""
+    unknown_ids: tuple[int, ...] | None = None
+    """SentencePiece: merges start from characters (with ``merges`` or ``piece_ranks``), and a
+    character that is no token becomes, for each of its bytes ``b``, ``unknown_ids[b]`` (its
+    ``<0xXX>`` piece), or ``unknown_ids[256]`` once where that is not -1 (no byte fallback)."""
     _tables: dict[str, MergeTables] = field(default_factory=dict, repr=False)
     native: Any = field(default=None, init=False, repr=False, compare=False)
     """The C encoder holding the tokens of a vocabulary it read itself
@@ -127,7 +160,7 @@ class Vocab:
     @property
     def ranks_are_ids(self) -> bool:
         """tiktoken's rule: a token's ID is its merge rank."""
-        return self.merges is None
+        return self.merges is None and self.piece_ranks is None
 
     @cached_property
     def pairs(self) -> dict[tuple[int, int], tuple[int, int]]:
@@ -135,6 +168,8 @@ class Vocab:
         to every token's cuts (built on first use: a third of a second for cl100k_base)."""
         if self.merges is not None:
             return self.merges
+        if self.piece_ranks is not None:
+            return _character_pairs(self.mergeable, self.piece_ranks)
         pairs: dict[tuple[int, int], tuple[int, int]] = {}
         get = self.mergeable.get
         for token, rank in self.mergeable.items():
@@ -146,7 +181,14 @@ class Vocab:
 
     @cached_property
     def byte_ids(self) -> list[int]:
-        """The token of each single byte ``0..255`` (where every merge starts)."""
+        """The token of each single byte ``0..255`` (where every merge starts); for
+        SentencePiece, of each one-byte character: its piece, else its ``unknown_ids``."""
+        if self.unknown_ids is not None:
+            unk = self.unknown_ids[256]
+            return [
+                self.mergeable.get(bytes([byte]), unk if unk >= 0 else self.unknown_ids[byte])
+                for byte in range(256)
+            ]
         return [self.mergeable[bytes([byte])] for byte in range(256)]
 
     def has_tables(self) -> bool:
@@ -207,6 +249,8 @@ class Vocab:
             key_base=base,
             max_token_len=max_len,
             whole_piece_lookup=self.whole_piece_lookup,
+            char_units=self.unknown_ids is not None,
+            unk_id=-1 if self.unknown_ids is None else self.unknown_ids[256],
         )
 
     @classmethod
@@ -239,6 +283,22 @@ class Vocab:
         check_special_ids(name, special_tokens, ordinary_ids.__contains__)
         _add_special_bytes(tokens, special_tokens)
         return cls(name, kind, tokens, dict(mergeable_ranks), dict(special_tokens))
+
+
+def _character_pairs(
+    mergeable: dict[bytes, int], ranks: list[int]
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """SentencePiece's rule as pairs: every cut of every token, between characters, into two
+    tokens, ``-> (rank of the token, token)``."""
+    pieces = {token.decode(): token_id for token, token_id in mergeable.items()}
+    cuts = [(text, cut) for text in pieces if len(text) > 1 for cut in range(1, len(text))]
+    lefts = list(map(pieces.get, [text[:cut] for text, cut in cuts]))
+    rights = list(map(pieces.get, [text[cut:] for text, cut in cuts]))
+    return {
+        (left, right): (ranks[pieces[text]], pieces[text])
+        for (text, _), left, right in zip(cuts, lefts, rights, strict=True)
+        if left is not None and right is not None
+    }
 
 
 def check_vocab_size(

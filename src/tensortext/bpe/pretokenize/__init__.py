@@ -1,6 +1,6 @@
 """Regex-exact pre-tokenization as tensor operations over the codepoints of a whole batch.
 
-Each supported split pattern (r50k/GPT-2, cl100k, o200k, Llama-3, Qwen2, Qwen3.5) is a
+Each supported split pattern (r50k/GPT-2, cl100k, o200k, Llama-3, Qwen2, Qwen3.5, Tekken) is a
 leftmost-first regex: the pieces are found one after another, each starting where the last one
 ended. We reproduce it in three data-parallel steps, with no loop over characters:
 
@@ -20,6 +20,10 @@ ended. We reproduce it in three data-parallel steps, with no loop over character
 Hugging Face's ``Sequence`` of ``Split`` steps (DeepSeek-V3) composes the same blocks: the pieces
 of one step become the segments of the next, and a find-all with gaps replaces step 3
 (:mod:`.splits`).
+
+SentencePiece's words (``sp_prefix``, ``sp_suffix``) start where a space follows a non-space
+(or the reverse): a rule at each position, no chain. ``whole`` and ``bytes`` keep each segment
+whole.
 
 Segments are matched independently: ``$`` and the lookahead see a segment's end as the end of the
 text (tiktoken runs its regex on the text between special tokens the same way).
@@ -43,11 +47,15 @@ from tensortext.bpe.patterns import (
     QWEN2_PATTERN,
     QWEN35_PATTERN,
     R50K_PATTERN,
+    SP_PREFIX_PATTERN,
+    SP_SUFFIX_PATTERN,
+    TEKKEN_PATTERN,
+    WHOLE_PATTERN,
     PatternKind,
     pattern_kind,
     split_sequence_kind,
 )
-from tensortext.bpe.pretokenize.rules import anchors, piece_ends
+from tensortext.bpe.pretokenize.rules import anchors, piece_ends, sentencepiece_starts
 from tensortext.bpe.pretokenize.splits import deepseek_v3_starts, reachable
 from tensortext.bpe.pretokenize.text import SegmentText
 
@@ -62,6 +70,10 @@ __all__ = [
     "QWEN2_PATTERN",
     "QWEN35_PATTERN",
     "R50K_PATTERN",
+    "SP_PREFIX_PATTERN",
+    "SP_SUFFIX_PATTERN",
+    "TEKKEN_PATTERN",
+    "WHOLE_PATTERN",
     "PatternKind",
     "pattern_kind",
     "piece_starts",
@@ -86,8 +98,10 @@ def piece_starts(
     text = SegmentText(codepoints, segment_lens.to(codepoints.device, torch.int64))
     if text.n == 0:
         return torch.zeros(0, dtype=torch.bool, device=codepoints.device)
-    if kind == "bytes":  # one piece per segment
+    if kind in ("bytes", "whole"):  # one piece per segment
         return text.first
+    if kind in ("sp_prefix", "sp_suffix"):
+        return sentencepiece_starts(text, kind)
     if kind == "deepseek_v3":
         return deepseek_v3_starts(text)
     # Chains are contiguous: each piece's end is the next piece's start.

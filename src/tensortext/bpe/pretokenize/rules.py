@@ -12,7 +12,7 @@ import torch
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.pretokenize.text import Alternatives, SegmentText
 
-__all__ = ["anchors", "piece_ends"]
+__all__ = ["anchors", "piece_ends", "sentencepiece_starts"]
 
 
 def _whitespace(text: SegmentText, alts: Alternatives, kind: PatternKind) -> None:
@@ -23,7 +23,7 @@ def _whitespace(text: SegmentText, alts: Alternatives, kind: PatternKind) -> Non
     has_newline = text.space & (last_newline >= text.idx)
     if kind in ("r50k", "cl100k", "cl100k_hf"):
         alts.add(to_end, text.seg_end)  # \s++$
-    if kind in ("cl100k", "cl100k_hf", "o200k", "llama3", "qwen2", "qwen35"):
+    if kind in ("cl100k", "cl100k_hf", "o200k", "llama3", "qwen2", "qwen35", "tekken"):
         alts.add(has_newline, last_newline + 1)  # \s*[\r\n] (or [\r\n]+): up to the last newline
     # \s+(?!\S): the whole run at the end, else all but its last character (which then
     # prefixes the next piece); a single space before a non-space falls through.
@@ -83,17 +83,19 @@ def _ends_cl100k_like(text: SegmentText, kind: PatternKind) -> torch.Tensor:
     return alts.end
 
 
-def _ends_o200k(text: SegmentText) -> torch.Tensor:
+def _ends_o200k(text: SegmentText, kind: PatternKind) -> torch.Tensor:
+    """o200k's rules, and Tekken's: o200k's without the contraction suffixes, with ``\\p{N}``
+    for ``\\p{N}{1,3}``."""
     alts = Alternatives(text)
     upper_set = text.upper_only | text.both_cases  # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
     lower_set = text.lower_only | text.both_cases  # [\p{Ll}\p{Lm}\p{Lo}\p{M}]
     upper_end = text.run_end(upper_set)
     lower_end = text.run_end(lower_set)
     last_both = text.last_at_or_before(text.both_cases)
-    contraction = text.contraction_len(ignore_case=True)
+    contraction = text.contraction_len(ignore_case=True) if kind == "o200k" else None
 
     def with_contraction(end: torch.Tensor) -> torch.Tensor:
-        return end + text.at(contraction, end, 0)
+        return end if contraction is None else end + text.at(contraction, end, 0)
 
     # From start s: [upper]*[lower]+ -- the upper run [s, q) is taken greedily; if a lower-only
     # character follows, the lower run from q wins; otherwise backtracking gives the match up to
@@ -113,7 +115,8 @@ def _ends_o200k(text: SegmentText) -> torch.Tensor:
     for ok, end in ((first_ok, first_end), (second_ok, second_end)):
         alts.add(prefix & text.shift(ok, False), text.shift(end, 0))  # with the prefix
         alts.add(ok, end)  # the optional prefix given back
-    alts.add(text.number, torch.minimum(text.idx + 3, text.run_end(text.number)))
+    number_end = text.idx + 1 if kind == "tekken" else text.run_end(text.number)
+    alts.add(text.number, torch.minimum(text.idx + 3, number_end))
     # ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
     other = ~(text.space | text.letter | text.number)
     other_end = text.run_end(other)
@@ -125,7 +128,7 @@ def _ends_o200k(text: SegmentText) -> torch.Tensor:
         other | (text.is_space_char & text.shift(other, False)),
         torch.maximum(punct_end, text.at(tail_end, punct_end, 0)),
     )
-    _whitespace(text, alts, "o200k")
+    _whitespace(text, alts, kind)
     return alts.end
 
 
@@ -142,7 +145,7 @@ def anchors(text: SegmentText, kind: PatternKind) -> torch.Tensor:
     previous_newline = text.previous(text.newline, False)
     if kind != "r50k":  # r50k's ' ?\p{N}++' can take the space before a number
         anchors |= text.number & ~text.previous(text.number, True)
-    if kind == "o200k":  # a contraction or a mark can continue an o200k letter piece
+    if kind in ("o200k", "tekken"):  # a contraction or a mark can continue a letter piece
         anchors |= previous_letter & ~(text.letter | text.mark | (text.cp == ord("'")))
         anchors |= previous_newline & ~(text.space | (text.cp == ord("/")))
     else:
@@ -156,8 +159,19 @@ def piece_ends(text: SegmentText, kind: PatternKind) -> torch.Tensor:
         return _ends_r50k(text)
     if kind in ("cl100k", "cl100k_hf", "llama3", "qwen2", "qwen35"):
         return _ends_cl100k_like(text, kind)
-    if kind == "o200k":
-        return _ends_o200k(text)
-    if kind == "bytes":  # one piece per segment
+    if kind in ("o200k", "tekken"):
+        return _ends_o200k(text, kind)
+    if kind in ("bytes", "whole"):  # one piece per segment
         return text.seg_end
     raise ValueError(f"kind={kind!r} has no single-regex rules")
+
+
+def sentencepiece_starts(text: SegmentText, kind: PatternKind) -> torch.Tensor:
+    """Piece starts ``[n]`` bool of SentencePiece's words (only U+0020 is a space): each
+    segment's first position and, for ``sp_prefix`` (`` *[^ ]+| +``), each space after a
+    non-space (a word takes the spaces before it; spaces at the end are a piece), for
+    ``sp_suffix`` (``[^ ]+ *| +``), each non-space after a space. A rule at each position,
+    with no chain of matches to follow (unlike :func:`anchors` and :func:`piece_ends`)."""
+    space = text.is_space_char
+    word_start = space if kind == "sp_prefix" else ~space
+    return text.first | (word_start & text.previous(~word_start, False))

@@ -422,6 +422,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "RAYON_NUM_THREADS = --threads; writes bpe-hf-<device>.json",
     )  # fmt: skip
     parser.add_argument(
+        "--sentencepiece", action="store_true",
+        help="only SentencePiece BPE (tokenizer.model.v1) and Tekken against sentencepiece, "
+        "tokenizers, mistral-common, tiktoken and quicktok; writes bpe-sp-<device>.json",
+    )  # fmt: skip
+    parser.add_argument(
         "--no-extras", action="store_true",
         help="leave out the length sweep, worst cases and small inputs",
     )  # fmt: skip
@@ -712,6 +717,19 @@ def main(argv: list[str] | None = None) -> int:
     run = common.start(args, cpu_threads=CORES)
     streams = {text: "".join(corpus_paragraphs(text)).encode("utf-8") for text in args.text}
     stream = next(iter(streams.values()))
+    if args.sentencepiece:
+        import bpe_sentencepiece
+
+        tests_on_path()
+        path = run.json_path.with_name(run.json_path.name.replace("bpe-", "bpe-sp-", 1))
+        sp = {"meta": common.run_metadata(
+            run.info, ["sentencepiece", "tokenizers", "mistral-common", "tiktoken", "quicktok-v1"]
+        ), "threads": threads}  # fmt: skip
+        sp.update(bpe_sentencepiece.run(streams, make_batch, args, run.device, threads,
+                                        ROOT / "tests"))  # fmt: skip
+        common.write_json(path, sp)
+        print(f"wrote {path}")
+        return 0
     if args.hf_files:
         path = run.json_path.with_name(run.json_path.name.replace("bpe-", "bpe-hf-", 1))
         hf = {"meta": common.run_metadata(run.info, ["tokenizers"]), "threads": threads}

@@ -17,6 +17,7 @@ static void Encoder_dealloc(Encoder *self) {
     free(self->slot_token);
     free(self->two_byte_id);
     free(self->rank_by_id);
+    free(self->reaches);
     free(self->filter);
     free(self->pair_keys);
     free(self->pair_values);
@@ -173,17 +174,18 @@ static int set_rules(Encoder *self, PyObject *table, int kind, PyObject *merges,
     return 0;
 }
 
-/* SentencePiece's units: `unknown` holds 257 uint32s, the ID of each byte of a character that
- * is no token (NO_RANK where there is no byte fallback) and the unknown token's ID (NO_RANK
- * with byte fallback). -1 with an exception set. */
+/* SentencePiece's units: `unknown` holds 258 uint32s: the ID of each byte of a character that
+ * is no token (NO_RANK where there is no byte fallback), the unknown token's ID (NO_RANK with
+ * byte fallback), and 1 to fuse a run of unknown tokens into one. -1 with an exception set. */
 static int set_units(Encoder *self, PyObject *unknown) {
-    if (!PyBytes_Check(unknown) || PyBytes_GET_SIZE(unknown) != 257 * 4) {
-        PyErr_SetString(PyExc_TypeError, "unknown: bytes of 257 uint32s");
+    if (!PyBytes_Check(unknown) || PyBytes_GET_SIZE(unknown) != 258 * 4) {
+        PyErr_SetString(PyExc_TypeError, "unknown: bytes of 258 uint32s");
         return -1;
     }
-    uint32_t values[257];
+    uint32_t values[258];
     memcpy(values, PyBytes_AS_STRING(unknown), sizeof values);
     self->unk_id = values[256];
+    self->fuse_unk = values[257] == 1;
     for (int b = 0; b < 256; b++) {
         if (values[b] == NO_RANK && self->unk_id == NO_RANK) {
             PyErr_Format(PyExc_ValueError, "unknown: byte %d has no ID and there is no unk", b);
@@ -273,11 +275,17 @@ static int Encoder_init(Encoder *self, PyObject *args, PyObject *kwds) {
     self->offsets[count] = (uint32_t)at;
     if (index_tokens(self)) return -1;
     if (self->char_units && set_units(self, unknown)) return -1;
+    if (self->char_units && !(self->reaches = calloc(self->size, 1))) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (ranks != Py_None && (!self->id_index || set_ranks(self, ranks))) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "ranks: IDs too sparse");
         return -1;
     }
-    return set_rules(self, table, kind, merges, whole_piece);
+    if (set_rules(self, table, kind, merges, whole_piece)) return -1;
+    if (self->char_units) find_cuts(self);
+    return 0;
 }
 
 #endif

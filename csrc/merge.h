@@ -273,23 +273,139 @@ static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     }
 }
 
+/* The rank of the part p[0..n) as SentencePiece's rule ranks it (rank_by_id), or NO_RANK. */
+static inline uint32_t piece_rank(const Encoder *e, const uint8_t *p, size_t n) {
+    uint32_t id = lookup(e, p, n);
+    return id == NO_RANK ? NO_RANK : e->rank_by_id[id];
+}
+
+/* merge_short for SentencePiece's rule (rank_by_id): the parts start as characters, a merged
+ * part's token is looked up (ranks are shared), and a character that is no token is emitted as
+ * its fallback. */
+static void merge_short_chars(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
+    uint32_t *st = w->starts, *rk = w->ranks, *id = w->next;
+    size_t m = 0; /* part boundaries */
+    for (size_t k = 0; k < n; m++) {
+        size_t len = char_length(p[k]);
+        if (len > n - k) len = n - k;
+        st[m] = (uint32_t)k;
+        id[m] = len == 1 ? e->byte_id[p[k]] : lookup(e, p + k, len);
+        k += len;
+    }
+    st[m++] = (uint32_t)n;
+    for (size_t k = 0; k + 2 < m; k++) rk[k] = piece_rank(e, p + st[k], st[k + 2] - st[k]);
+    rk[m - 2] = rk[m - 1] = NO_RANK;
+    for (;;) {
+        uint32_t best = NO_RANK;
+        size_t at = 0;
+        for (size_t k = 0; k + 2 < m; k++)
+            if (rk[k] < best) { /* the leftmost of the lowest rank */
+                best = rk[k];
+                at = k;
+            }
+        if (best == NO_RANK) break;
+        id[at] = lookup(e, p + st[at], st[at + 2] - st[at]);
+        memmove(st + at + 1, st + at + 2, (m - at - 2) * 4);
+        memmove(rk + at + 1, rk + at + 2, (m - at - 2) * 4);
+        memmove(id + at + 1, id + at + 2, (m - at - 2) * 4);
+        m--;
+        rk[at] = at + 2 < m ? piece_rank(e, p + st[at], st[at + 2] - st[at]) : NO_RANK;
+        if (at > 0) rk[at - 1] = piece_rank(e, p + st[at - 1], st[at + 1] - st[at - 1]);
+    }
+    for (size_t k = 0; k + 1 < m; k++) {
+        if (id[k] != NO_RANK)
+            emit(w, id[k]);
+        else
+            emit_unknown(e, p + st[k], st[k + 1] - st[k], w);
+    }
+}
+
 static void merge_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     if (reserve_merge(w, n)) {
         w->failed = 1;
         return;
     }
-    if (n <= SHORT_PIECE && !e->pair_keys && !e->char_units)
-        merge_short(e, p, n, w);
+    if (n <= SHORT_PIECE && !e->pair_keys)
+        (e->char_units ? merge_short_chars : merge_short)(e, p, n, w);
     else
         merge_long(e, p, n, w);
 }
 
-/* The tokens of one piece (from upcoming_piece: hashed if 3 bytes or more). */
-static void encode_piece(const Encoder *e, Candidate piece, Work *w) {
+enum { REACHES = 1, NOT_REACHED = 2 }; /* Encoder.reaches */
+
+/* The class of a character for Encoder.cut_after: U+0020, other whitespace, number, letter,
+ * mark, punctuation or symbol, anything else. */
+enum { C_SPACE, C_WHITESPACE, C_NUMBER, C_LETTER, C_MARK, C_PUNCT, C_OTHER, C_COUNT };
+
+static inline int char_class(const Encoder *e, uint32_t cp) {
+    if (cp == ' ') return C_SPACE;
+    uint8_t f = e->table[cp];
+    return f & F_SPACE ? C_WHITESPACE
+           : f & F_NUMBER ? C_NUMBER
+           : f & F_LETTER ? C_LETTER
+           : f & F_MARK ? C_MARK
+           : f & F_PUNCT_SYMBOL ? C_PUNCT
+           : C_OTHER;
+}
+
+/* The codepoint of the UTF-8 character at p (`len` bytes, from char_length; valid UTF-8). */
+static inline uint32_t char_at(const uint8_t *p, size_t len) {
+    switch (len) {
+    case 1: return p[0];
+    case 2: return (uint32_t)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+    case 3: return (uint32_t)(p[0] & 0x0F) << 12 | (uint32_t)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+    default:
+        return (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3F) << 12 |
+               (uint32_t)(p[2] & 0x3F) << 6 | (p[3] & 0x3F);
+    }
+}
+
+/* Fills e->cut_after from the tokens (build time). */
+static void find_cuts(Encoder *e) {
+    uint8_t seen[C_COUNT] = {0};
+    for (size_t k = 0; k < e->count; k++) {
+        const uint8_t *s = e->blob + e->offsets[k];
+        size_t n = e->offsets[k + 1] - e->offsets[k];
+        int last = -1;
+        for (size_t i = 0; i < n;) {
+            size_t len = char_length(s[i]);
+            if (len > n - i) len = n - i;
+            int c = char_class(e, char_at(s + i, len));
+            if (last >= 0) seen[last] |= (uint8_t)(1u << c);
+            last = c;
+            i += len;
+        }
+    }
+    for (int a = 0; a < C_COUNT; a++) e->cut_after[a] = (uint8_t)~seen[a];
+}
+
+/* With Encoder.reaches: whether the piece p[0..n), which is token `whole` (or NO_RANK), is done:
+ * emitted as that token if it reaches itself, or merged (and kept whether that gave the token)
+ * the first time the token comes. 0: the caller merges it. */
+static int reached(const Encoder *e, const uint8_t *p, size_t n, uint32_t whole, Work *w) {
+    if (whole == NO_RANK) return 0;
+    uint8_t state = __atomic_load_n(&e->reaches[whole], __ATOMIC_RELAXED);
+    if (state == REACHES) {
+        emit(w, whole);
+        return 1;
+    }
+    if (state == NOT_REACHED) return 0;
+    size_t first = w->out_len;
+    merge_piece(e, p, n, w);
+    if (!w->failed) {
+        int itself = w->out_len - first == 1 && w->out[first] == whole;
+        __atomic_store_n(&e->reaches[whole], itself ? REACHES : NOT_REACHED, __ATOMIC_RELAXED);
+    }
+    return 1;
+}
+
+/* The tokens of one piece (from upcoming_piece: hashed if 3 bytes or more), not cut. */
+static void encode_unit(const Encoder *e, Candidate piece, Work *w) {
     const uint8_t *p = piece.s;
     size_t n = piece.n;
     if (n <= 2) {
         uint32_t whole = e->whole_piece || n == 1 ? lookup(e, p, n) : NO_RANK;
+        if (e->reaches && n == 2 && reached(e, p, n, lookup(e, p, n), w)) return;
         if (whole != NO_RANK)
             emit(w, whole);
         else
@@ -297,10 +413,14 @@ static void encode_piece(const Encoder *e, Candidate piece, Work *w) {
         return;
     }
     uint64_t h = piece.h;
-    uint32_t whole = e->whole_piece ? lookup_hashed(e, p, n, piece.head, h) : NO_RANK;
-    if (whole != NO_RANK) {
-        emit(w, whole);
-        return;
+    if (e->reaches) {
+        if (reached(e, p, n, lookup_hashed(e, p, n, piece.head, h), w)) return;
+    } else if (e->whole_piece) {
+        uint32_t whole = lookup_hashed(e, p, n, piece.head, h);
+        if (whole != NO_RANK) {
+            emit(w, whole);
+            return;
+        }
     }
     CacheEntry *entry = NULL;
     if (n <= CACHE_BYTES && w->cache) {
@@ -321,6 +441,30 @@ static void encode_piece(const Encoder *e, Candidate piece, Work *w) {
     } else if (!w->cache && ++w->merged == CACHE_AFTER) {
         w->cache = calloc(CACHE_SIZE, sizeof(CacheEntry)); /* NULL: go on without */
     }
+}
+
+/* The tokens of one piece (from upcoming_piece): for SentencePiece, cut first where no token
+ * can cross (Encoder.cut_after). */
+static void encode_piece(const Encoder *e, Candidate piece, Work *w) {
+    if (!e->char_units) {
+        encode_unit(e, piece, w);
+        return;
+    }
+    const uint8_t *p = piece.s;
+    size_t n = piece.n, start = 0;
+    int last = -1;
+    for (size_t i = 0; i < n;) {
+        size_t len = char_length(p[i]);
+        if (len > n - i) len = n - i;
+        int c = char_class(e, char_at(p + i, len));
+        if (last >= 0 && (e->cut_after[last] >> c & 1)) {
+            encode_unit(e, upcoming_piece(e, p + start, i - start), w);
+            start = i;
+        }
+        last = c;
+        i += len;
+    }
+    encode_unit(e, start == 0 ? piece : upcoming_piece(e, p + start, n - start), w);
 }
 
 #endif

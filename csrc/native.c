@@ -110,7 +110,24 @@ static inline size_t next_piece_end(Seg *s, size_t i, int kind) {
     return s->ascii ? piece_end_ascii(s, i, kind) : piece_end(s, i, kind);
 }
 
+/* A run of the unknown token among out[first..] becomes one. */
+static void fuse_unknown(const Encoder *e, Work *w, size_t first) {
+    size_t kept = first;
+    for (size_t k = first; k < w->out_len; k++)
+        if (!(w->out[k] == e->unk_id && kept > first && w->out[kept - 1] == e->unk_id))
+            w->out[kept++] = w->out[k];
+    w->out_len = kept;
+}
+
+static void encode_pieces(const Encoder *e, const Text *t, Work *w);
+
 static void encode_text(const Encoder *e, const Text *t, Work *w) {
+    size_t first = w->out_len;
+    encode_pieces(e, t, w);
+    if (e->fuse_unk && !w->failed) fuse_unknown(e, w, first);
+}
+
+static void encode_pieces(const Encoder *e, const Text *t, Work *w) {
     Seg s;
     const uint8_t *bytes;
     if (prepare(e, t, w, &s, &bytes)) {

@@ -77,11 +77,22 @@ typedef struct {
      * `unk_id` once if that is not NO_RANK. byte_id holds the same for one-byte characters. */
     int char_units;
     uint32_t unk_id;
+    int fuse_unk; /* a run of unk_id in a text's tokens becomes one (sentencepiece, HF fuse_unk) */
     uint32_t fallback[256];
     /* SentencePiece's rule, without a merges list: tiktoken's (a pair merges when its bytes
      * are a token) with the rank of token `id` in rank_by_id[id] (a place among the scores,
      * shared by pieces of one score), not the ID. NULL: the rank is the ID. */
     uint32_t *rank_by_id;
+    /* SentencePiece, where no merge rule promises that a piece which is a token encodes as that
+     * token: reaches[id] says whether the merges of token `id`'s own bytes end in it (REACHES),
+     * do not (NOT_REACHED), or are not known yet (0: found out, and kept, at the first piece
+     * that is this token). A piece that is a token which reaches itself is that token, exactly
+     * as if merged. Threads may find out at once: they write the same value. */
+    uint8_t *reaches;
+    /* SentencePiece: cut_after[a] has bit b when no token holds a character of class a followed
+     * by one of class b (piece_class), so a piece may be cut between them: no merge can join
+     * the two sides. A piece is cut at each such place before it is looked up or merged. */
+    uint8_t cut_after[8];
     /* A merges list (Hugging Face): (left ID, right ID) -> (rank, merged ID). NULL: tiktoken's
      * rule, a pair merges when its bytes are a token, whose ID is the rank. */
     uint64_t *pair_keys;    /* (left << 32) | right; PAIR_EMPTY = empty */

@@ -2,8 +2,8 @@
 Hugging Face ``tokenizers``: BPE with ``byte_fallback``, the legacy ``Prepend``/``Replace``
 normalizers or a ``Metaspace`` pre-tokenizer, the ``Strip`` decoder.
 
-The files are written here from mistral-common's shipped ``.model`` files, the way
-``transformers``' converter does (merges ordered by the merged piece's score)."""
+The files are written from mistral-common's shipped ``.model`` files the way ``transformers``'
+converter does (:func:`oracles.sentencepiece.hf_json_of`)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import mistral_common
 import pytest
-import sentencepiece as spm
 import tokenizers
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracles.sentencepiece import hf_json_of, mistral_file
 
 from tensortext.bpe import Encoding
 
-DATA = Path(mistral_common.__file__).parent / "data"
-METASPACE = "\u2581"
 TEXTS = [
     "",
     " ",
@@ -41,94 +38,6 @@ TEXTS = [
 ]
 
 
-def _json(model_file: Path, layout: str, *, bos: bool = False) -> dict[str, Any]:
-    """A ``tokenizer.json`` of ``model_file`` in one of the layouts ``transformers`` writes."""
-    processor = spm.SentencePieceProcessor(model_file=str(model_file))
-    size = processor.get_piece_size()
-    pieces = [processor.id_to_piece(i) for i in range(size)]
-    vocab = {piece: i for i, piece in enumerate(pieces)}
-    scores = {
-        pieces[i]: processor.get_score(i)
-        for i in range(size)
-        if not (processor.is_control(i) or processor.is_unknown(i) or processor.is_byte(i))
-    }
-    merges = []
-    for merged, score in scores.items():
-        local = [
-            (merged[:cut], merged[cut:], score)
-            for cut in range(1, len(merged))
-            if merged[:cut] in vocab and merged[cut:] in vocab
-        ]
-        merges += sorted(local, key=lambda m: (vocab[m[0]], vocab[m[1]]))
-    merges.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
-    added = [
-        {
-            "id": i,
-            "content": pieces[i],
-            "single_word": False,
-            "lstrip": False,
-            "rstrip": False,
-            "normalized": False,
-            "special": True,
-        }
-        for i in range(size)
-        if processor.is_control(i) or processor.is_unknown(i)
-    ]
-    normalizer: Any = None
-    pre_tokenizer: Any = None
-    replace = {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE}
-    if layout == "legacy":
-        prepend = {"type": "Prepend", "prepend": METASPACE}
-        normalizer = {"type": "Sequence", "normalizers": [prepend, replace]}
-    else:
-        pre_tokenizer = {
-            "type": "Metaspace",
-            "replacement": METASPACE,
-            "prepend_scheme": layout,
-            "split": False,
-        }
-    decoders = [
-        {"type": "Replace", "pattern": {"String": METASPACE}, "content": " "},
-        {"type": "ByteFallback"},
-        {"type": "Fuse"},
-    ]
-    if layout != "never":
-        decoders.append({"type": "Strip", "content": " ", "start": 1, "stop": 0})
-    post_processor = None
-    if bos:
-        post_processor = {
-            "type": "TemplateProcessing",
-            "single": [
-                {"SpecialToken": {"id": "<s>", "type_id": 0}},
-                {"Sequence": {"id": "A", "type_id": 0}},
-            ],
-            "pair": [{"Sequence": {"id": "A", "type_id": 0}}],
-            "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}},
-        }
-    return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": added,
-        "normalizer": normalizer,
-        "pre_tokenizer": pre_tokenizer,
-        "post_processor": post_processor,
-        "decoder": {"type": "Sequence", "decoders": decoders},
-        "model": {
-            "type": "BPE",
-            "dropout": None,
-            "unk_token": "<unk>",
-            "continuing_subword_prefix": None,
-            "end_of_word_suffix": None,
-            "fuse_unk": True,
-            "byte_fallback": True,
-            "ignore_merges": False,
-            "vocab": vocab,
-            "merges": [[left, right] for left, right, _ in merges],
-        },
-    }
-
-
 @pytest.fixture(scope="module", params=["legacy", "first", "always", "never"])
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
     """``(tokenizers.Tokenizer, Encoding)`` of one layout over Mistral 7B's v3 model (user
@@ -139,7 +48,7 @@ def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         else ("tokenizer.model.v1")
     )
     path = tmp_path_factory.mktemp("hf") / "tokenizer.json"
-    path.write_text(json.dumps(_json(DATA / name, request.param)), encoding="utf-8")
+    path.write_text(json.dumps(hf_json_of(mistral_file(name), request.param)), encoding="utf-8")
     return tokenizers.Tokenizer.from_file(str(path)), Encoding.from_hf_json(path)
 
 
@@ -180,7 +89,7 @@ def test_tensor_engine_and_batch_rows(pair: Any) -> None:
 
 def test_bos_from_post_processor(tmp_path: Path) -> None:
     path = tmp_path / "tokenizer.json"
-    path.write_text(json.dumps(_json(DATA / "tokenizer.model.v1", "first", bos=True)))
+    path.write_text(json.dumps(hf_json_of(mistral_file("tokenizer.model.v1"), "first", bos=True)))
     reference, encoding = tokenizers.Tokenizer.from_file(str(path)), Encoding.from_hf_json(path)
     for text in TEXTS:
         expected = reference.encode(text).ids
@@ -198,7 +107,7 @@ def test_bos_from_post_processor(tmp_path: Path) -> None:
     ],
 )
 def test_unsupported_settings_are_refused(change: Any, message: str, tmp_path: Path) -> None:
-    spec = _json(DATA / "tokenizer.model.v1", "first")
+    spec = hf_json_of(mistral_file("tokenizer.model.v1"), "first")
     change(spec)
     path = tmp_path / "tokenizer.json"
     path.write_text(json.dumps(spec))

@@ -182,7 +182,7 @@ LIST_METHODS: dict[str, Callable[..., Any]] = {
 @pytest.mark.parametrize("call", list(LIST_METHODS.values()), ids=list(LIST_METHODS))
 def test_tiktoken_encodings_refuse_add_special_tokens(call: Callable[..., Any]) -> None:
     encoding = tensortext.get_encoding("cl100k_base")
-    with pytest.raises(ValueError, match=r"'cl100k_base' was not read from a tokenizer\.json"):
+    with pytest.raises(ValueError, match=r"'cl100k_base' was read from neither"):
         call(encoding, add_special_tokens=True)
     with pytest.raises(TypeError, match="add_special_tokens must be a bool, got 1"):
         call(encoding, add_special_tokens=1)

@@ -17,7 +17,7 @@ from tensortext.bpe.decoding import DecodeMethods
 from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.post_processor import add_affixes, add_affixes_flat, post_processor_affixes
-from tensortext.bpe.sentencepiece import read_sentencepiece
+from tensortext.bpe.sentencepiece import file_kind, read_sentencepiece
 from tensortext.bpe.serial import merge_serial
 from tensortext.bpe.tensor_api import TensorMethods
 from tensortext.bpe.text import (
@@ -186,6 +186,27 @@ class Encoding(DecodeMethods, TensorMethods):
         from tensortext.bpe.tekken import read_tekken
 
         return cls._from_vocab(read_tekken(path, name=name))
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, name: str | None = None) -> Encoding:
+        """An encoding from a tokenizer file of any kind this package reads, told by its
+        content: a SentencePiece ``.model`` (:meth:`from_sentencepiece`), a Tekken file
+        (:meth:`from_tekken`), or a ``tokenizer.json`` (:meth:`from_hf_json`); a directory
+        holding ``tokenizer.json``, ``tokenizer.model`` or ``tekken.json``.
+
+        Raises:
+            ValueError: naming the file, for one of no kind read here (a tiktoken-format file
+                needs its split pattern: :meth:`from_tiktoken_file`), or as the reader.
+        """
+        kind, found = file_kind(Path(path))
+        if kind == "sentencepiece":
+            return cls.from_sentencepiece(found, name=name)
+        if kind == "tekken":
+            return cls.from_tekken(found, name=name)
+        encoding = cls.from_hf_json(found)
+        if name is not None:
+            encoding._vocab.name = name
+        return encoding
 
     # ------------------------------------------------------------------ properties
     @property

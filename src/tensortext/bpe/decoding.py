@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import operator
 import sys
@@ -158,26 +159,90 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
 
 
 def without_dummy_prefix(vocab: Vocab, ids: Sequence[int], data: bytes) -> bytes:
-    """``data``, the bytes of ``ids``, without SentencePiece's dummy prefix: the space that
-    the first piece with text starts with (ends with, for a whitespace-suffix model), if that
-    is an ordinary piece, as ``sentencepiece``'s ``decode`` drops it."""
+    """``data``, the bytes of ``ids``, without the leading space that ``sentencepiece``'s
+    ``decode`` drops: that of the first piece with text, if an ordinary piece; with
+    ``remove_extra_whitespaces`` (``"sentencepiece_all"``), every leading space of the ordinary
+    pieces before the first other character. HF's ``Strip`` decoder (``"always"``): the first
+    space, whatever gave it."""
     options = vocab.options
     if not options.strip_decoded or not data:
         return data
     if options.strip_decoded == "always":  # HF's Strip decoder: the text's first space
         return data[1:] if data.startswith(b" ") else data
     tokens, mergeable = vocab.tokens, vocab.mergeable
-    order = reversed(ids) if options.whitespace_suffix else ids
-    for token in order:
+    every = options.strip_decoded == "sentencepiece_all"
+    cut = 0
+    for token in ids:
         piece = tokens[token]
         if not piece:
             continue  # a control piece
         if mergeable.get(piece) != token:
-            return data  # a byte piece or the unknown piece
-        if options.whitespace_suffix:
-            return data[:-1] if piece.endswith(b" ") else data
-        return data[1:] if piece.startswith(b" ") else data
-    return data
+            break  # a byte piece or the unknown piece
+        spaces = len(piece) - len(piece.lstrip(b" "))
+        if not every:
+            return data[min(spaces, 1) :]
+        cut += spaces
+        if spaces < len(piece):
+            break
+    return data[cut:]
+
+
+def _replace_one_byte(error: UnicodeError) -> tuple[str, int]:
+    """A decode error handler: U+FFFD for one byte, then go on (``sentencepiece``: each byte
+    that starts no valid character, where Python's ``"replace"`` takes a truncated
+    character's bytes as one)."""
+    assert isinstance(error, UnicodeDecodeError)
+    return "\ufffd", error.start + 1
+
+
+codecs.register_error("tensortext.replace_one_byte", _replace_one_byte)
+
+
+def sentencepiece_text(vocab: Vocab, ids: Sequence[int], data: bytes, errors: str) -> str:
+    """The text of ``data``, the bytes of ``ids`` of a SentencePiece vocabulary, invalid UTF-8
+    replaced as its reference does with ``errors="replace"``: ``sentencepiece``, U+FFFD for each
+    byte that starts no character; ``tokenizers``' ``ByteFallback``, U+FFFD for each byte of a
+    run of ``<0xXX>`` tokens that is not valid UTF-8 as a whole."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        if errors != "replace":
+            return data.decode("utf-8", errors=errors)  # (raises for "strict")
+    if vocab.options.byte_runs != "hf":
+        return data.decode("utf-8", errors="tensortext.replace_one_byte")
+    tokens, mergeable, special = vocab.tokens, vocab.mergeable, set(vocab.special_tokens.values())
+    parts: list[str] = []
+    run = bytearray()
+    for token in ids:
+        piece = tokens[token] or b""
+        if len(piece) == 1 and mergeable.get(piece) != token and token not in special:
+            run += piece  # an <0xXX> token
+            continue
+        if run:
+            parts.append(_run_text(run))
+            run.clear()
+        parts.append(piece.decode("utf-8", errors="replace"))
+    parts.append(_run_text(run))
+    text = "".join(parts)
+    return text[1:] if vocab.options.strip_decoded and text.startswith(" ") else text
+
+
+def _run_text(run: bytearray) -> str:
+    """``tokenizers``' ``ByteFallback`` of a run of byte tokens."""
+    try:
+        return run.decode("utf-8")
+    except UnicodeDecodeError:
+        return "\ufffd" * len(run)
+
+
+def _id_rows(batch: TokenBatch) -> list[list[int]]:
+    """The IDs of each row of a batch (as :meth:`DecodeMethods.decode_batch` reads it)."""
+    if isinstance(batch, Padded):
+        ids, lengths = batch
+        return [row[:length] for row, length in zip(ids.tolist(), lengths.tolist(), strict=True)]
+    if is_tensor(batch) or is_ndarray(batch):
+        return [list(map(int, row)) for row in batch.tolist()]  # type: ignore[union-attr]
+    return [id_list(row, "batch[i]") for row in batch]
 
 
 class DecodeMethods:
@@ -203,8 +268,13 @@ class DecodeMethods:
         return data
 
     def decode(self, tokens: TokenIds, errors: str = "replace") -> str:
-        """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD unless ``errors`` says else)."""
-        return self.decode_bytes(tokens).decode("utf-8", errors=errors)
+        """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD unless ``errors`` says else;
+        for SentencePiece vocabularies, as its reference replaces it:
+        :func:`sentencepiece_text`)."""
+        data = self.decode_bytes(tokens)
+        if self._vocab.unknown_ids is None:
+            return data.decode("utf-8", errors=errors)
+        return sentencepiece_text(self._vocab, id_list(tokens, "tokens"), data, errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token (a special token's text for a special ID); ``KeyError`` if
@@ -238,7 +308,13 @@ class DecodeMethods:
     ) -> list[str]:
         """Decode each row: lists of IDs (tiktoken's), a :class:`Padded` batch (each row cut at
         its length), or an ``[B, L]`` tensor or numpy array of full rows."""
-        return [data.decode("utf-8", errors=errors) for data in self.decode_bytes_batch(batch)]
+        rows = self.decode_bytes_batch(batch)
+        if self._vocab.unknown_ids is None:
+            return [data.decode("utf-8", errors=errors) for data in rows]
+        return [
+            sentencepiece_text(self._vocab, ids, data, errors)
+            for ids, data in zip(_id_rows(batch), rows, strict=True)
+        ]
 
     def decode_bytes_batch(self, batch: TokenBatch, *, num_threads: int = 8) -> list[bytes]:
         """:meth:`decode_bytes` of each row (the batch as in :meth:`decode_batch`)."""

@@ -135,7 +135,22 @@ def encode_flat(
     segment_bytes.index_add_(0, segment_of_cp, cp_bytes)
     text_bytes = torch.zeros(n_texts, dtype=torch.int64, device=device)
     text_bytes.index_add_(0, text_of_segment, segment_bytes)
-    return _collect(out[:-1], text_bytes)
+    tokens, lengths = _collect(out[:-1], text_bytes)
+    if vocab.fuse_unk and vocab.unknown_ids is not None and vocab.unknown_ids[256] >= 0:
+        tokens, lengths = _fuse_unknown(tokens, lengths, vocab.unknown_ids[256])
+    return tokens, lengths
+
+
+def _fuse_unknown(
+    tokens: torch.Tensor, lengths: torch.Tensor, unk: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(tokens [T], lengths [B])`` with each run of ``unk`` in a text made one."""
+    text = torch.repeat_interleave(
+        torch.arange(lengths.numel(), device=tokens.device), lengths, output_size=tokens.numel()
+    )
+    repeat = (tokens[1:] == unk) & (tokens[:-1] == unk) & (text[1:] == text[:-1])
+    keep = torch.cat([repeat.new_ones(min(1, tokens.numel())), ~repeat])
+    return tokens[keep], torch.bincount(text[keep], minlength=lengths.numel())
 
 
 def merge_byte_pieces(vocab: Vocab, pieces: list[bytes]) -> list[list[int]]:

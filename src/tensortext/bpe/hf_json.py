@@ -191,7 +191,7 @@ def _metaspace_text(spec: dict[str, Any], label: str) -> dict[str, Any]:
     steps = [normalizer] if isinstance(normalizer, dict) and steps is None else steps or []
     replace = {"type": "Replace", "pattern": {"String": " "}, "content": METASPACE}
     prepend = {"type": "Prepend", "prepend": METASPACE}
-    fields: dict[str, Any] = {"sentencepiece": True}
+    fields: dict[str, Any] = {"sentencepiece": True, "byte_runs": "hf"}
     if steps and pre is None and steps in ([replace], [prepend, replace]):
         fields.update(add_prefix_space=steps[0] == prepend, prefix_always=True)
     elif not steps and isinstance(pre, dict) and pre.get("type") == "Metaspace":
@@ -280,6 +280,7 @@ def _metaspace_vocab(spec: dict[str, Any], label: str, name: str) -> Vocab:
         whole_piece_lookup=False,
         options=TextOptions(**options),
         unknown_ids=unknown,
+        fuse_unk=bool(model.get("fuse_unk")),
     )
 
 

@@ -129,7 +129,8 @@ def native_encoder(vocab: Vocab) -> Any | None:
     unknown = ranks = None
     mergeable = vocab.mergeable
     if vocab.unknown_ids is not None:  # SentencePiece: characters as units
-        unknown = array("I", [NO_ID if i < 0 else i for i in vocab.unknown_ids]).tobytes()
+        units = [*(NO_ID if i < 0 else i for i in vocab.unknown_ids), int(vocab.fuse_unk)]
+        unknown = array("I", units).tobytes()
     if vocab.piece_ranks is not None:  # SentencePiece: ranks from scores
         ranks = array("I", map(vocab.piece_ranks.__getitem__, mergeable.values())).tobytes()
     return _native.Encoder(

@@ -34,19 +34,19 @@ def post_processor_affixes(vocab: Vocab, add_special_tokens: bool, name: str) ->
 
     Raises:
         TypeError: for an ``add_special_tokens`` that is no bool.
-        ValueError: for ``add_special_tokens=True`` on a vocabulary not read from a
-            ``tokenizer.json``: it has no post-processor.
+        ValueError: for ``add_special_tokens=True`` on a vocabulary read from neither a
+            ``tokenizer.json`` nor a SentencePiece model: it has no post-processor.
     """
     if not isinstance(add_special_tokens, bool):
         raise TypeError(f"add_special_tokens must be a bool, got {add_special_tokens!r}")
     if not add_special_tokens:
         return (), ()
-    if vocab.merges is None:  # only read_hf_json builds a vocabulary with a merges list
+    if vocab.ranks_are_ids:  # a tiktoken vocabulary: read neither from HF nor SentencePiece
         raise ValueError(
-            f"add_special_tokens=True adds the tokens of a Hugging Face post_processor, and "
-            f"encoding {name!r} was not read from a tokenizer.json (Encoding.from_hf_json), so "
-            "it has none: pass add_special_tokens=False and add any token yourself "
-            "([bos_id, *ids])"
+            f"add_special_tokens=True adds the tokens of a Hugging Face post_processor (or a "
+            f"SentencePiece model's BOS), and encoding {name!r} was read from neither "
+            "(Encoding.from_hf_json, from_sentencepiece), so it has none: pass "
+            "add_special_tokens=False and add any token yourself ([bos_id, *ids])"
         )
     return vocab.options.prefix_ids, vocab.options.suffix_ids
 

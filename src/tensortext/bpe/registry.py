@@ -194,18 +194,17 @@ def is_registered(encoding: Encoding) -> bool:
 
 
 def load_encoding(spec: str) -> Encoding:
-    """An encoding by name (:func:`get_encoding`), or from a ``tokenizer.json`` file or a
-    directory holding one."""
+    """An encoding by name (:func:`get_encoding`), or from a tokenizer file or a directory
+    holding one (:meth:`Encoding.from_file`: ``tokenizer.json``, a SentencePiece ``.model``, a
+    Tekken file)."""
     if spec in ENCODINGS:
         return get_encoding(spec)
     path = Path(spec)
-    if path.is_dir() or spec.endswith(".json"):
-        if not (path.is_file() or (path / "tokenizer.json").is_file()):
-            raise ValueError(f"{spec}: no such tokenizer.json file")
-        return Encoding.from_hf_json(path)
+    if path.exists():
+        return Encoding.from_file(path)
     raise ValueError(
-        f"unknown encoding {spec!r}; choose one of {list_encoding_names()}, a tokenizer.json "
-        "path or a directory holding one"
+        f"unknown encoding {spec!r}; choose one of {list_encoding_names()}, or the path of a "
+        "tokenizer.json, SentencePiece .model or Tekken file, or of a directory holding one"
     )
 
 

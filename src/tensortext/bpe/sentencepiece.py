@@ -22,11 +22,19 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.vocab import TextOptions, Vocab
 
-__all__ = ["SentencePieceModel", "parse_model", "read_sentencepiece", "sentencepiece_vocab"]
+__all__ = [
+    "SentencePieceModel",
+    "file_kind",
+    "parse_model",
+    "read_sentencepiece",
+    "sentencepiece_vocab",
+    "split_kind",
+]
 
 METASPACE = "\u2581"
 # ModelProto.SentencePiece.Type
@@ -227,6 +235,37 @@ def _read_normalizer(model: SentencePieceModel, data: bytes) -> None:
             model.escape_whitespaces = bool(value)
 
 
+FileKind = Literal["sentencepiece", "tekken", "hf_json"]
+_DIRECTORY_FILES = ("tokenizer.json", "tokenizer.model", "tekken.json")
+
+
+def file_kind(path: Path) -> tuple[FileKind, Path]:
+    """Which reader a tokenizer file needs, from its first bytes, and the file (the one a
+    directory holds).
+
+    Raises:
+        ValueError: naming the file, for a missing file or one of no kind read here.
+    """
+    if path.is_dir():
+        inside = next((path / file for file in _DIRECTORY_FILES if (path / file).is_file()), None)
+        if inside is None:
+            raise ValueError(f"{path}: holds none of {', '.join(_DIRECTORY_FILES)}")
+        path = inside
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    with path.open("rb") as file:
+        head = file.read(4096)
+    if head[:1] == b"\x0a":  # a protobuf's first field: ModelProto.pieces
+        return "sentencepiece", path
+    if head.lstrip()[:1] == b"{":
+        config = re.match(rb'\s*\{\s*"config"\s*:\s*\{', head)
+        return ("tekken" if config else "hf_json"), path
+    raise ValueError(
+        f"{path}: not a SentencePiece .model, a Tekken file or a tokenizer.json; for a "
+        "tiktoken-format file use Encoding.from_tiktoken_file(path, pat_str=...)"
+    )
+
+
 def read_sentencepiece(source: str | Path | bytes, *, name: str | None = None) -> Vocab:
     """The vocabulary of a SentencePiece BPE ``.model`` file (a path or its bytes).
 
@@ -327,7 +366,14 @@ def sentencepiece_vocab(model: SentencePieceModel, label: str, name: str) -> Voc
         whitespace_suffix=model.treat_whitespace_as_suffix,
         remove_extra_whitespaces=model.remove_extra_whitespaces,
         user_symbols=tuple(user.items()),
-        strip_decoded="sentencepiece" if model.add_dummy_prefix else "",
+        # (sentencepiece drops a leading dummy space, never a trailing one)
+        strip_decoded=(
+            "sentencepiece_all"
+            if model.remove_extra_whitespaces
+            else "sentencepiece"
+            if model.add_dummy_prefix
+            else ""
+        ),
     )
     return Vocab(
         name=name,
@@ -339,6 +385,7 @@ def sentencepiece_vocab(model: SentencePieceModel, label: str, name: str) -> Voc
         whole_piece_lookup=False,
         options=options,
         unknown_ids=(*fallback, -1) if model.byte_fallback else (*[-1] * 256, unk_id),
+        fuse_unk=True,
     )
 
 

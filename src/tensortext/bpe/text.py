@@ -213,43 +213,82 @@ def raise_disallowed_special_token(token: str) -> NoReturn:
 
 def prepare_segments(vocab: Vocab, texts: list[str], allowed: frozenset[str]) -> Segments:
     """The texts cut at allowed special tokens (:func:`split_segments`), with the tokenizer's
-    text options (normalizer, ``add_prefix_space``) applied to the ordinary segments."""
+    text options (normalizer, ``add_prefix_space``, SentencePiece's rules) applied to the
+    ordinary segments, and SentencePiece's user-defined pieces cut out of them."""
     options = vocab.options
-    texts = without_surrogates(texts)
-    specials = vocab.special_tokens
-    if options.sentencepiece:
-        texts = [sentencepiece_text(text, options) for text in texts]
-        if options.user_symbols:  # always cut out, as SentencePiece does
-            specials = {**specials, **dict(options.user_symbols)}
-            allowed = allowed | {text for text, _ in options.user_symbols}
-    segments, special, owner = split_segments(texts, allowed, specials)
-    if options.normalizer or options.add_prefix_space:
+    segments, special, owner = split_segments(
+        without_surrogates(texts), allowed, vocab.special_tokens
+    )
+    if options.normalizer or options.add_prefix_space or options.sentencepiece:
         segments = [
             _prepare(segment, options, first=at == 0 or owner[at - 1] != owner[at])
             if token < 0
             else segment
             for at, (segment, token) in enumerate(zip(segments, special, strict=True))
         ]
+    if options.user_symbols:
+        segments, special, owner = _cut_user_symbols(segments, special, owner, options)
     return segments, special, owner
+
+
+def _cut_user_symbols(
+    segments: list[str], special: list[int], owner: list[int], options: TextOptions
+) -> Segments:
+    """SentencePiece's user-defined pieces cut out of the ordinary segments (always, as
+    ``sentencepiece`` does, leftmost-longest)."""
+    symbols = dict(options.user_symbols)
+    parts, part_special, part_owner = split_segments(segments, frozenset(symbols), symbols)
+    texts: list[str] = []
+    ids: list[int] = []
+    owners: list[int] = []
+    last = -1
+    for part, token, k in zip(parts, part_special, part_owner, strict=True):
+        if special[k] >= 0:  # a special token's segment: once, as it was
+            if k == last:
+                continue
+            part, token = segments[k], special[k]
+        last = k
+        texts.append(part)
+        ids.append(token)
+        owners.append(owner[k])
+    return texts, ids, owners
 
 
 _SPACE_RUNS = re.compile(" {2,}")
 
 
-def sentencepiece_text(text: str, options: TextOptions) -> str:
+def sentencepiece_text(text: str, options: TextOptions, *, dummy_prefix: bool = True) -> str:
     """SentencePiece's normalization of one text (``identity`` rules; see
-    :attr:`TextOptions.sentencepiece`), with spaces kept as U+0020."""
-    text = text.replace("\u2581", " ")
+    :attr:`TextOptions.sentencepiece`), with spaces kept as U+0020; ``dummy_prefix=False``:
+    without the dummy prefix (a part after a special token).
+
+    As ``sentencepiece``'s normalizer: ``remove_extra_whitespaces`` strips and folds the text's
+    own spaces, then every trailing space, U+2581 and the dummy prefix included (a text of
+    spaces and U+2581 comes out empty, or as the suffix alone)."""
     if options.remove_extra_whitespaces:
-        text = _SPACE_RUNS.sub(" ", text.strip(" "))
-    if options.dummy_prefix and text:
-        text = text + " " if options.whitespace_suffix else " " + text
+        text = text.lstrip(" ")
+        if not text:
+            return ""
+        text = _SPACE_RUNS.sub(" ", text)
+    elif not text:
+        return ""
+    text = text.replace("\u2581", " ")
+    add = options.dummy_prefix and dummy_prefix
+    if add and not options.whitespace_suffix:
+        text = " " + text
+    if options.remove_extra_whitespaces:
+        text = text.rstrip(" ")
+    if add and options.whitespace_suffix:
+        text += " "
     return text
 
 
 def _prepare(segment: str, options: TextOptions, *, first: bool) -> str:
-    """A Hugging Face tokenizer's normalizer and ``add_prefix_space`` on one ordinary segment
-    (``first``: its text's first segment)."""
+    """A Hugging Face tokenizer's normalizer and ``add_prefix_space``, or SentencePiece's rules
+    (its dummy prefix only before the text's first segment), on one ordinary segment (``first``:
+    its text's first segment)."""
+    if options.sentencepiece:
+        segment = sentencepiece_text(segment, options, dummy_prefix=first)
     if options.normalizer is not None:
         segment = unicodedata.normalize(options.normalizer, segment)
     if (

@@ -64,9 +64,14 @@ class TextOptions:
     prefix_first_only: bool = False
     """With ``add_prefix_space``: only before a text's first segment if it is ordinary (HF's
     ``Metaspace`` with ``prepend_scheme="first"``)."""
-    strip_decoded: Literal["", "sentencepiece", "always"] = ""
-    """Decoding drops one leading space: as ``sentencepiece`` does (that of the first piece
-    with text, if it is an ordinary piece), or always (HF's ``Strip`` decoder)."""
+    byte_runs: Literal["sentencepiece", "hf"] = "sentencepiece"
+    """How decoding a SentencePiece vocabulary replaces invalid UTF-8 of its ``<0xXX>`` tokens:
+    ``sentencepiece``'s way or ``tokenizers``' ``ByteFallback`` (see
+    :func:`~tensortext.bpe.decoding.sentencepiece_text`)."""
+    strip_decoded: Literal["", "sentencepiece", "sentencepiece_all", "always"] = ""
+    """Decoding drops leading space as ``sentencepiece`` does after a dummy prefix (one) or
+    ``remove_extra_whitespaces`` (all), or as HF's ``Strip`` decoder (one, always); see
+    :func:`~tensortext.bpe.decoding.without_dummy_prefix`."""
 
     @property
     def active(self) -> bool:
@@ -106,6 +111,9 @@ class Vocab:
     """SentencePiece: merges start from characters (with ``merges`` or ``piece_ranks``), and a
     character that is no token becomes, for each of its bytes ``b``, ``unknown_ids[b]`` (its
     ``<0xXX>`` piece), or ``unknown_ids[256]`` once where that is not -1 (no byte fallback)."""
+    fuse_unk: bool = False
+    """A run of the unknown token in a text's tokens becomes one (``sentencepiece``; HF's
+    ``fuse_unk``)."""
     _tables: dict[str, MergeTables] = field(default_factory=dict, repr=False)
     native: Any = field(default=None, init=False, repr=False, compare=False)
     """The C encoder holding the tokens of a vocabulary it read itself

@@ -92,7 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TOKENIZE",
         help=f"BLEU's tokenizer: sacrebleu's {', '.join(TOKENIZERS)}; 'ids' for lines of token "
         "IDs; or a BPE encoding "
-        f"({', '.join(list_encoding_names())}, a tokenizer.json or its directory) "
+        f"({', '.join(list_encoding_names())}, a tokenizer.json, SentencePiece .model or Tekken "
+        "file, or its directory) "
         "(default: 13a, as sacrebleu)",
     )
     parser.add_argument(

@@ -71,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         metavar="ENCODING",
         help="an encoding name (gpt2, r50k_base, p50k_base, p50k_edit, cl100k_base, o200k_base, "
-        "o200k_harmony), a tokenizer.json path or a directory holding one",
+        "o200k_harmony), or the path of a tokenizer.json, SentencePiece .model or Tekken file, or "
+        "of a directory holding one",
     )
     parser.add_argument(
         "-i",

@@ -50,7 +50,8 @@ class Tokenize:
     """Encodes the text column of each batch into a column of token IDs.
 
     Args:
-        encoding: an encoding name or a ``tokenizer.json`` path (``tensortext.bpe.load_encoding``).
+        encoding: an encoding name or the path of a tokenizer file (``tokenizer.json``, a
+            SentencePiece ``.model``, a Tekken file: ``tensortext.bpe.load_encoding``).
         column: the text column; ``output``: the IDs column (default ``input_ids``).
         append_eot: the end-of-text token after every row (data preparation).
         allowed_special, disallowed_special: as in ``Encoding.encode``.

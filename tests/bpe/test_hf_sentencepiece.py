@@ -113,3 +113,37 @@ def test_unsupported_settings_are_refused(change: Any, message: str, tmp_path: P
     path.write_text(json.dumps(spec))
     with pytest.raises(ValueError, match=message):
         Encoding.from_hf_json(path)
+
+
+@settings(max_examples=80, deadline=None)
+@given(ids=st.lists(st.integers(0, 31999), max_size=12), bytes_=st.lists(st.integers(3, 258)))
+def test_decode_of_any_ids_matches_tokenizers(pair: Any, ids: list[int], bytes_: list[int]) -> None:
+    """Random IDs, byte tokens among them (invalid UTF-8 runs: ``ByteFallback`` gives U+FFFD
+    per byte of a run that is not valid as a whole)."""
+    reference, encoding = pair
+    ids = [i % encoding.n_vocab for i in ids] + bytes_[:6]
+    assert encoding.decode(ids) == reference.decode(ids, skip_special_tokens=False)
+    assert encoding.decode_batch([ids, ids[::-1]]) == [
+        reference.decode(row, skip_special_tokens=False) for row in (ids, ids[::-1])
+    ]
+
+
+@pytest.mark.parametrize("fuse_unk", [True, False])
+def test_unknown_token_without_byte_fallback(tmp_path: Path, fuse_unk: bool) -> None:
+    """``byte_fallback=false``: a character that is no token is ``<unk>``, a run of them one
+    ``<unk>`` with ``fuse_unk``."""
+    spec = hf_json_of(mistral_file("tokenizer.model.v1"), "first")
+    spec["model"].update(byte_fallback=False, fuse_unk=fuse_unk)
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps(spec))
+    reference, encoding = tokenizers.Tokenizer.from_file(str(path)), Encoding.from_hf_json(path)
+    texts = ["🤗🤗 x 🤗", "龘靐齉 ok", "a\u0378\u0379b", *TEXTS]
+    for text in texts:
+        expected = reference.encode(text, add_special_tokens=False).ids
+        assert encoding.encode(text, allowed_special="all") == expected, text
+    ids, lengths = encoding.encode_batch_to_tensor(
+        texts, allowed_special="all", merge_backend="torch"
+    )
+    assert [ids[i, : lengths[i]].tolist() for i in range(len(texts))] == [
+        reference.encode(text, add_special_tokens=False).ids for text in texts
+    ]

@@ -8,17 +8,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from functools import cached_property
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tensortext.bpe import native, unstable
 from tensortext.bpe.backends import Backends, CBackend
 from tensortext.bpe.decoding import DecodeMethods
-from tensortext.bpe.hf_json import read_hf_json
+from tensortext.bpe.files import FileReaders
 from tensortext.bpe.patterns import PatternKind
 from tensortext.bpe.post_processor import add_affixes, add_affixes_flat, post_processor_affixes
-from tensortext.bpe.sentencepiece import file_kind, read_sentencepiece
-from tensortext.bpe.serial import merge_serial
+from tensortext.bpe.serial import char_parts, merge_serial, merge_tokens
 from tensortext.bpe.tensor_api import TensorMethods
 from tensortext.bpe.text import (
     AllowedSpecial,
@@ -34,7 +32,7 @@ from tensortext.bpe.text import (
     special_regex,
     without_surrogates,
 )
-from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
+from tensortext.bpe.vocab import Vocab
 from tensortext.padded import FlatArrays
 
 if TYPE_CHECKING:
@@ -44,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["Encoding"]
 
 
-class Encoding(DecodeMethods, TensorMethods):
+class Encoding(FileReaders, DecodeMethods, TensorMethods):
     """A byte-level BPE encoding: tiktoken's ``Encoding``, same methods and results, batched
     on tensors underneath.
 
@@ -89,125 +87,6 @@ class Encoding(DecodeMethods, TensorMethods):
         encoding._pat_str = vocab.kind if pat_str is None else pat_str
         return encoding
 
-    @classmethod
-    def from_tiktoken_file(
-        cls,
-        path: str | Path,
-        *,
-        pat_str: str,
-        special_tokens: dict[str, int],
-        name: str | None = None,
-        expected_hash: str | None = None,
-        explicit_n_vocab: int | None = None,
-    ) -> Encoding:
-        """An encoding from a tiktoken-format file (``base64-token rank`` lines, maybe gzipped).
-
-        Args:
-            path: e.g. openai-whisper's ``gpt2.tiktoken`` or Llama-3's ``tokenizer.model``.
-            pat_str: the split regex; one of :data:`tensortext.bpe.PATTERNS` (or a kind name).
-            special_tokens: text to ID.
-            name: defaults to the file's stem.
-            expected_hash: sha256 of the uncompressed file, checked if given.
-            explicit_n_vocab: as in the constructor (tiktoken's check of the token count).
-
-        Raises:
-            ValueError: naming the file and line of a malformed line (see
-                :func:`~tensortext.bpe.vocab.read_tiktoken_file`), or as the constructor.
-        """
-        name = name or Path(path).stem
-        if cls is Encoding and native.reads_tiktoken_files(pat_str):  # the C encoder reads it
-            data = read_vocabulary_bytes(path, expected_hash=expected_hash)
-            vocab = native.vocab_from_tiktoken(
-                name, pat_str, data, special_tokens, explicit_n_vocab=explicit_n_vocab
-            )
-            if vocab is not None:
-                return cls._from_vocab(vocab, pat_str)
-        ranks = read_tiktoken_file(path, expected_hash=expected_hash)  # names a bad line
-        return cls(
-            name,
-            pat_str=pat_str,
-            mergeable_ranks=ranks,
-            special_tokens=special_tokens,
-            explicit_n_vocab=explicit_n_vocab,
-        )
-
-    @classmethod
-    def from_sentencepiece(cls, source: str | Path | bytes, *, name: str | None = None) -> Encoding:
-        """An encoding from a SentencePiece BPE model (Llama-2, Mistral 7B, Gemma, ...).
-
-        Args:
-            source: a ``.model`` file's path, or its bytes.
-            name: defaults to the file name up to its first dot.
-
-        ``encode_ordinary`` gives ``sentencepiece``'s ``encode``; control pieces (``<s>``,
-        ``[INST]``) are special tokens, user-defined pieces are always cut out, as
-        ``sentencepiece`` does; ``add_special_tokens=True`` puts the BOS first (HF's
-        ``LlamaTokenizer``). ``decode`` gives ``sentencepiece``'s ``decode``.
-
-        Raises:
-            ValueError: naming the file and setting, for a model not reproduced exactly (see
-                :func:`~tensortext.bpe.sentencepiece.read_sentencepiece`).
-        """
-        return cls._from_vocab(read_sentencepiece(source, name=name))
-
-    @classmethod
-    def from_hf_json(cls, source: str | Path | Any) -> Encoding:
-        """An encoding from a Hugging Face byte-level BPE tokenizer.
-
-        Args:
-            source: a ``tokenizer.json`` path, a directory holding one, a ``tokenizers.Tokenizer``
-                or a ``transformers`` ``PreTrainedTokenizerFast``.
-
-        Added tokens become special tokens (pass ``allowed_special="all"`` to split them out as
-        HF always does). The normalizer and ``add_prefix_space`` always apply; the
-        post-processor's tokens (e.g. a BOS) are added by the ``encode*`` methods that take
-        ``add_special_tokens`` when it is True (HF's ``tokenizer.encode`` defaults to True; here the
-        default is tiktoken's, False).
-        """
-        return cls._from_vocab(read_hf_json(source))
-
-    @classmethod
-    def from_tekken(cls, path: str | Path, *, name: str | None = None) -> Encoding:
-        """An encoding from Mistral's Tekken file (``tekken_*.json``; NeMo, Pixtral, ...).
-
-        ``encode_ordinary`` gives mistral-common's ``Tekkenizer.encode(text, bos=False,
-        eos=False)``; the special tokens (``<s>``, ``[INST]``, ...) take IDs ``0..N-1``
-        (``default_num_special_tokens``), and ``decode`` gives ``Tekkenizer.decode`` with
-        ``special_token_policy=KEEP`` (a special token's name; mistral-common's default drops it).
-
-        Args:
-            path: the file.
-            name: defaults to the file name without ``.json``.
-
-        Raises:
-            ValueError: naming the file and field of a malformed file (see
-                :func:`~tensortext.bpe.tekken.read_tekken`).
-        """
-        from tensortext.bpe.tekken import read_tekken
-
-        return cls._from_vocab(read_tekken(path, name=name))
-
-    @classmethod
-    def from_file(cls, path: str | Path, *, name: str | None = None) -> Encoding:
-        """An encoding from a tokenizer file of any kind this package reads, told by its
-        content: a SentencePiece ``.model`` (:meth:`from_sentencepiece`), a Tekken file
-        (:meth:`from_tekken`), or a ``tokenizer.json`` (:meth:`from_hf_json`); a directory
-        holding ``tokenizer.json``, ``tokenizer.model`` or ``tekken.json``.
-
-        Raises:
-            ValueError: naming the file, for one of no kind read here (a tiktoken-format file
-                needs its split pattern: :meth:`from_tiktoken_file`), or as the reader.
-        """
-        kind, found = file_kind(Path(path))
-        if kind == "sentencepiece":
-            return cls.from_sentencepiece(found, name=name)
-        if kind == "tekken":
-            return cls.from_tekken(found, name=name)
-        encoding = cls.from_hf_json(found)
-        if name is not None:
-            encoding._vocab.name = name
-        return encoding
-
     # ------------------------------------------------------------------ properties
     @property
     def name(self) -> str:
@@ -224,7 +103,9 @@ class Encoding(DecodeMethods, TensorMethods):
 
     @property
     def eot_token(self) -> int:
-        return self._vocab.special_tokens["<|endoftext|>"]
+        """``<|endoftext|>``'s ID (a SentencePiece model's EOS); ``KeyError`` if none."""
+        eot = self._vocab.eot_id
+        return self._vocab.special_tokens["<|endoftext|>"] if eot is None else eot
 
     @cached_property
     def special_tokens_set(self) -> set[str]:
@@ -403,6 +284,7 @@ class Encoding(DecodeMethods, TensorMethods):
     ) -> tuple[list[int], list[list[int]]]:
         """Stable tokens of ``text`` and every token sequence its unstable end could become
         when more text follows (as tiktoken; the completions come sorted)."""
+        self._require_byte_level("encode_with_unstable")
         allowed = allowed_set(self._vocab, allowed_special)
         check_disallowed(self._vocab, [check_text(text)], allowed, disallowed_special)
         return unstable.encode_with_unstable(
@@ -457,6 +339,7 @@ class Encoding(DecodeMethods, TensorMethods):
 
     def _encode_bytes(self, text: bytes) -> list[int]:
         """Tokens of bytes that may be invalid UTF-8 (tiktoken's private helper)."""
+        self._require_byte_level("_encode_bytes")
         return unstable.encode_bytes(
             self._vocab,
             as_bytes(text, "text"),
@@ -465,6 +348,14 @@ class Encoding(DecodeMethods, TensorMethods):
         )
 
     # ------------------------------------------------------------------ internals
+    def _require_byte_level(self, method: str) -> None:
+        """Raise for a method of byte-level BPE called on a SentencePiece vocabulary."""
+        if self._vocab.unknown_ids is not None:
+            raise ValueError(
+                f"{method} is tiktoken's, for byte-level BPE; {self.name!r} is a SentencePiece "
+                "vocabulary, which merges characters (use encode)"
+            )
+
     @cached_property
     def _backends(self) -> Backends:
         """The encoders of this encoding, built by their first call (see
@@ -502,6 +393,9 @@ class Encoding(DecodeMethods, TensorMethods):
         return frozenset(self._vocab.special_tokens.values())
 
     def _byte_pair_encode(self, data: bytes) -> list[int]:
+        if self._vocab.unknown_ids is not None:  # SentencePiece: from characters
+            parts = char_parts(data, self._vocab)[1]
+            return [token for _, token in merge_tokens(parts, self._vocab.pairs)]
         return merge_serial(data, self._vocab.byte_ids, self._vocab.pairs)
 
     def _encode_lists(

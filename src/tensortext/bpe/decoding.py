@@ -160,7 +160,7 @@ def decode_padded(vocab: Vocab, batch: Padded) -> list[bytes]:
 
 def without_dummy_prefix(vocab: Vocab, ids: Sequence[int], data: bytes) -> bytes:
     """``data``, the bytes of ``ids``, without the leading space that ``sentencepiece``'s
-    ``decode`` drops: that of the first piece with text, if an ordinary piece; with
+    ``decode`` drops: that of the first piece with text, if an ordinary or user-defined piece; with
     ``remove_extra_whitespaces`` (``"sentencepiece_all"``), every leading space of the ordinary
     pieces before the first other character. HF's ``Strip`` decoder (``"always"``): the first
     space, whatever gave it."""
@@ -171,12 +171,13 @@ def without_dummy_prefix(vocab: Vocab, ids: Sequence[int], data: bytes) -> bytes
         return data[1:] if data.startswith(b" ") else data
     tokens, mergeable = vocab.tokens, vocab.mergeable
     every = options.strip_decoded == "sentencepiece_all"
+    user = {token for _, token in options.user_symbols}
     cut = 0
     for token in ids:
         piece = tokens[token]
         if not piece:
             continue  # a control piece
-        if mergeable.get(piece) != token:
+        if mergeable.get(piece) != token and token not in user:
             break  # a byte piece or the unknown piece
         spaces = len(piece) - len(piece.lstrip(b" "))
         if not every:

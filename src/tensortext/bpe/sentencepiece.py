@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from tensortext.bpe.options import TextOptions
 from tensortext.bpe.patterns import PatternKind
-from tensortext.bpe.vocab import TextOptions, Vocab
+from tensortext.bpe.vocab import Vocab
 
 __all__ = [
     "SentencePieceModel",
@@ -54,6 +55,7 @@ class SentencePieceModel:
     treat_whitespace_as_suffix: bool = False
     unk_surface: str = " \u2047 "
     bos_id: int = 1
+    eos_id: int = 2
     normalizer_name: str = ""
     precompiled_charsmap: bytes = b""
     add_dummy_prefix: bool = True
@@ -219,6 +221,8 @@ def _read_trainer(model: SentencePieceModel, data: bytes) -> None:
             model.unk_surface = _text(value)
         elif number == 41:
             model.bos_id = _int32(value)
+        elif number == 42:
+            model.eos_id = _int32(value)
 
 
 def _read_normalizer(model: SentencePieceModel, data: bytes) -> None:
@@ -255,11 +259,12 @@ def file_kind(path: Path) -> tuple[FileKind, Path]:
         raise ValueError(f"{path}: no such file")
     with path.open("rb") as file:
         head = file.read(4096)
+    if re.match(rb'\s*\{\s*"config"\s*:\s*\{', head):
+        return "tekken", path
+    if path.suffix == ".json" or head.lstrip()[:1] in (b"{", b"["):
+        return "hf_json", path  # (its reader names what is wrong with a bad one)
     if head[:1] == b"\x0a":  # a protobuf's first field: ModelProto.pieces
         return "sentencepiece", path
-    if head.lstrip()[:1] == b"{":
-        config = re.match(rb'\s*\{\s*"config"\s*:\s*\{', head)
-        return ("tekken" if config else "hf_json"), path
     raise ValueError(
         f"{path}: not a SentencePiece .model, a Tekken file or a tokenizer.json; for a "
         "tiktoken-format file use Encoding.from_tiktoken_file(path, pat_str=...)"
@@ -305,68 +310,78 @@ def _refuse(model: SentencePieceModel, label: str) -> None:
             raise ValueError(f"{label}: piece {piece!r} is empty or holds U+0020")
 
 
-def sentencepiece_vocab(model: SentencePieceModel, label: str, name: str) -> Vocab:
-    """:func:`read_sentencepiece` once the file is parsed."""
-    _refuse(model, label)
-    tokens: list[bytes | None] = []
-    mergeable: dict[bytes, int] = {}
-    normal: dict[str, int] = {}
-    special: dict[str, int] = {}
-    user: dict[str, int] = {}
-    fallback: list[int] = [-1] * 256
-    unk_id = None
+@dataclass
+class _Pieces:
+    """A model's pieces sorted by type, as the encoders use them (U+2581 read as a space)."""
+
+    tokens: list[bytes | None] = field(default_factory=list)  # what each ID decodes to
+    normal: dict[str, int] = field(default_factory=dict)
+    user: dict[str, int] = field(default_factory=dict)
+    control: dict[str, int] = field(default_factory=dict)
+    fallback: list[int] = field(default_factory=lambda: [-1] * 256)  # <0xXX> of each byte
+    unk_id: int = -1
+
+
+def _sort_pieces(model: SentencePieceModel, label: str) -> _Pieces:
+    found = _Pieces()
     for token_id, (piece, _, kind) in enumerate(model.pieces):
         text = piece.replace(METASPACE, " ")
+        data = text.encode()
         if kind == NORMAL:
-            if text in normal:
+            if text in found.normal:
                 raise ValueError(f"{label}: piece {piece!r} repeats")
-            normal[text] = token_id
-            mergeable[text.encode()] = token_id
-            tokens.append(text.encode())
+            found.normal[text] = token_id
         elif kind == USER_DEFINED:
-            user[text] = token_id
-            tokens.append(text.encode())
+            found.user[text] = token_id
         elif kind == BYTE:
             match = BYTE_PIECE.fullmatch(piece)
             if match is None:
                 raise ValueError(f"{label}: byte piece {piece!r} is not <0xXX>")
-            fallback[int(match.group(1), 16)] = token_id
-            tokens.append(bytes([int(match.group(1), 16)]))
+            data = bytes([int(match.group(1), 16)])
+            found.fallback[data[0]] = token_id
         elif kind == CONTROL:
-            special.setdefault(piece, token_id)
-            tokens.append(b"")
-        elif kind == UNKNOWN:
-            if unk_id is not None:
-                raise ValueError(f"{label}: two unknown pieces")
-            unk_id = token_id
-            tokens.append(model.unk_surface.encode())
+            found.control.setdefault(piece, token_id)
+            data = b""  # (sentencepiece's decode drops them)
+        elif kind == UNKNOWN and found.unk_id < 0:
+            found.unk_id, data = token_id, model.unk_surface.encode()
         else:
-            raise ValueError(f"{label}: piece {piece!r} has unknown type {kind}")
-    if unk_id is None:
+            raise ValueError(f"{label}: piece {piece!r} has type {kind}: a second unknown piece?")
+        found.tokens.append(data)
+    if found.unk_id < 0:
         raise ValueError(f"{label}: no unknown piece")
-    if model.byte_fallback and -1 in fallback:
-        missing = fallback.index(-1)
+    if model.byte_fallback and -1 in found.fallback:
+        missing = found.fallback.index(-1)
         raise ValueError(f"{label}: byte_fallback=true, but there is no piece <0x{missing:02X}>")
-    scores = {score for _, score, kind in model.pieces if kind == NORMAL}
-    place = {score: rank for rank, score in enumerate(sorted(scores, reverse=True))}
-    ranks = [place.get(score, -1) if kind == NORMAL else -1 for _, score, kind in model.pieces]
-    strangers = set("".join(normal)) - normal.keys()
+    strangers = set("".join(found.normal)) - found.normal.keys()
     if strangers:  # SentencePiece would merge them; they would need IDs of their own
         char = min(strangers)
-        piece = next(text for text in normal if char in text)
+        piece = next(text for text in found.normal if char in text)
         raise ValueError(
             f"{label}: piece {piece!r} holds {char!r}, which is no piece of its own; not supported"
         )
-    bos = model.bos_id
-    prefix = (bos,) if 0 <= bos < len(model.pieces) and model.pieces[bos][2] == CONTROL else ()
+    return found
+
+
+def sentencepiece_vocab(model: SentencePieceModel, label: str, name: str) -> Vocab:
+    """:func:`read_sentencepiece` once the file is parsed."""
+    _refuse(model, label)
+    found = _sort_pieces(model, label)
+    scores = {score for _, score, kind in model.pieces if kind == NORMAL}
+    place = {score: rank for rank, score in enumerate(sorted(scores, reverse=True))}
+    ranks = [place.get(score, -1) if kind == NORMAL else -1 for _, score, kind in model.pieces]
+    bos, eos = (
+        token_id if 0 <= token_id < len(model.pieces) and model.pieces[token_id][2] == CONTROL
+        else None
+        for token_id in (model.bos_id, model.eos_id)
+    )  # fmt: skip
     options = TextOptions(
-        prefix_ids=prefix,
+        prefix_ids=() if bos is None else (bos,),
         sentencepiece=True,
         dummy_prefix=model.add_dummy_prefix,
         whitespace_suffix=model.treat_whitespace_as_suffix,
         remove_extra_whitespaces=model.remove_extra_whitespaces,
-        user_symbols=tuple(user.items()),
-        # (sentencepiece drops a leading dummy space, never a trailing one)
+        user_symbols=tuple(found.user.items()),
+        # (sentencepiece drops leading space from the first pieces, never trailing space)
         strip_decoded=(
             "sentencepiece_all"
             if model.remove_extra_whitespaces
@@ -375,17 +390,19 @@ def sentencepiece_vocab(model: SentencePieceModel, label: str, name: str) -> Voc
             else ""
         ),
     )
+    unknown = (*found.fallback, -1) if model.byte_fallback else (*[-1] * 256, found.unk_id)
     return Vocab(
         name=name,
-        kind=split_kind(normal, model.treat_whitespace_as_suffix),
-        tokens=tokens,
-        mergeable=mergeable,
-        special_tokens=special,
+        kind=split_kind(found.normal, model.treat_whitespace_as_suffix),
+        tokens=found.tokens,
+        mergeable={text.encode(): token_id for text, token_id in found.normal.items()},
+        special_tokens=found.control,
         piece_ranks=ranks,
         whole_piece_lookup=False,
         options=options,
-        unknown_ids=(*fallback, -1) if model.byte_fallback else (*[-1] * 256, unk_id),
+        unknown_ids=unknown,
         fuse_unk=True,
+        eot_id=eos,
     )
 
 

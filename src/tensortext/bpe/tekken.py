@@ -101,7 +101,9 @@ def read_tekken(path: str | Path, *, name: str | None = None) -> Vocab:
     special_tokens = _special_tokens(path, data.get("special_tokens"), num_special, version)
     entries = _field(path, data, "vocab", list)
     ranks = _ranks(path, entries, vocab_size - num_special, num_special)
-    return Vocab.from_ranks(name or path.name.replace(".json", ""), pattern, ranks, special_tokens)
+    vocab = Vocab.from_ranks(name or path.name.replace(".json", ""), pattern, ranks, special_tokens)
+    vocab.eot_id = special_tokens.get("</s>")  # (mistral-common's EOS)
+    return vocab
 
 
 def _field(path: Path, parent: dict[str, Any], key: str, kind: type, where: str = "") -> Any:

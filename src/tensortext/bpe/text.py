@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Literal, NoReturn
 from tensortext._checks import check_int
 
 if TYPE_CHECKING:
-    from tensortext.bpe.vocab import TextOptions, Vocab
+    from tensortext.bpe.options import TextOptions
+from tensortext.bpe.vocab import Vocab
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]

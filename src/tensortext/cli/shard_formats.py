@@ -146,8 +146,9 @@ def write_shard(stream: BinaryIO, tokens: np.ndarray, file_format: str) -> None:
     """
     little = np.ascontiguousarray(tokens, dtype=tokens.dtype.newbyteorder("<"))
     if file_format == "npy":
-        header = np.lib.format.header_data_from_array_1_0(little)
-        np.lib.format.write_array_header_1_0(stream, header)  # np.save's, for a 1-D array
+        npy: Any = np.lib.format  # (typed in some numpy releases only)
+        header = npy.header_data_from_array_1_0(little)
+        npy.write_array_header_1_0(stream, header)  # np.save's, for a 1-D array
     elif file_format == "bin":
         layout = BIN_LAYOUTS[tokens.dtype.name]
         header_words = np.zeros(BIN_HEADER_WORDS, dtype="<i4")

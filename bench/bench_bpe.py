@@ -729,6 +729,9 @@ def main(argv: list[str] | None = None) -> int:
                                         ROOT / "tests"))  # fmt: skip
         common.write_json(path, sp)
         print(f"wrote {path}")
+        title = f"SentencePiece and Tekken, 1024 x 4 KB, {threads} thread(s): {run.info.name}"
+        png = path.with_suffix(".png")
+        common.write_plot(args, lambda: bpe_sentencepiece.plot(sp["rows"], title, png))
         return 0
     if args.hf_files:
         path = run.json_path.with_name(run.json_path.name.replace("bpe-", "bpe-hf-", 1))

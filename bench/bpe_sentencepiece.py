@@ -29,9 +29,11 @@ import numpy as np
 
 import common
 
+from tensortext.padded import FlatArrays
+
 MODEL = "tokenizer.model.v1"
 # Rows checked against another row instead of the reference: tokenizers against ours on its file.
-PAIRED = {"hf_tokenizers": "ours_hf"}
+PAIRED = {"hf_tokenizers": "ours_hf", "ours_hf": "hf_tokenizers"}
 TEKKEN = "tekken_240911.json"
 LOAD = """
 import sys, time
@@ -61,7 +63,10 @@ print(time.perf_counter() - start)
 
 
 def _rows(value: Any) -> list[list[int]]:
-    """Token lists from a list of lists, ``(flat, offsets)`` or numpy ``FlatArrays``."""
+    """Token lists from a list of lists, numpy ``FlatArrays`` or quicktok's
+    ``(flat, offsets)``."""
+    if isinstance(value, FlatArrays):
+        return value.tolist()
     if isinstance(value, tuple) and len(value) == 2:
         flat, offsets = (np.asarray(part) for part in value)
         return [flat[a:b].tolist() for a, b in itertools.pairwise(offsets)]
@@ -209,3 +214,19 @@ def run(
         row["unavailable"] = missing
         rows.append(row)
     return {"rows": rows, "load_s": _load_times(tests)}
+
+
+def plot(rows: list[dict[str, Any]], title: str, path: Path) -> Path:
+    """Bars of MB/s per encoder, one group per file and text."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(rows), figsize=(4 * len(rows), 4), squeeze=False)
+    for axis, row in zip(axes[0], rows, strict=True):
+        speeds = {k: v for k, v in row["mb_per_s"].items() if isinstance(v, float)}
+        axis.bar(list(speeds), list(speeds.values()), color="tab:blue")
+        axis.set_title(row["file"], fontsize=9)
+        axis.set_ylabel("MB/s")
+        axis.tick_params(axis="x", labelrotation=45, labelsize=8)
+    fig.suptitle(title, fontsize=10)
+    return common.save_figure(fig, path)
+

@@ -210,8 +210,6 @@ static inline void push_pair(const Encoder *e, const uint8_t *p, size_t n, Work 
     if (rank != NO_RANK) heap_push(w, len, ((uint64_t)rank << 32) | start, end);
 }
 
-/* The same merges for a long piece, and every merge of a merges list: a heap of pairs over a
- * linked list of parts. */
 /* The bytes of a UTF-8 character from its first byte (the text is valid UTF-8). */
 static inline size_t char_length(uint8_t lead) {
     return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
@@ -240,6 +238,8 @@ static void emit_unknown(const Encoder *e, const uint8_t *p, size_t n, Work *w) 
     for (size_t k = 0; k < n; k++) emit(w, e->fallback[p[k]]);
 }
 
+/* The same merges for a long piece, and every merge of a merges list or from characters: a
+ * heap of pairs over a linked list of parts. */
 static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     uint32_t *next = w->next, *prev = w->prev, *id = w->ranks;
     size_t len = 0;
@@ -393,7 +393,7 @@ static void find_cuts(Encoder *e) {
  * the first time the token comes. 0: the caller merges it. */
 static int reached(const Encoder *e, const uint8_t *p, size_t n, uint32_t whole, Work *w) {
     if (whole == NO_RANK) return 0;
-    uint8_t state = __atomic_load_n(&e->reaches[whole], __ATOMIC_RELAXED);
+    uint8_t state = LOAD_RELAXED(&e->reaches[whole]);
     if (state == REACHES) {
         emit(w, whole);
         return 1;
@@ -403,7 +403,7 @@ static int reached(const Encoder *e, const uint8_t *p, size_t n, uint32_t whole,
     merge_piece(e, p, n, w);
     if (!w->failed) {
         int itself = w->out_len - first == 1 && w->out[first] == whole;
-        __atomic_store_n(&e->reaches[whole], itself ? REACHES : NOT_REACHED, __ATOMIC_RELAXED);
+        STORE_RELAXED(&e->reaches[whole], itself ? REACHES : NOT_REACHED);
     }
     return 1;
 }

@@ -34,8 +34,12 @@ enum {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define PREFETCH(p) __builtin_prefetch(p)
+#define LOAD_RELAXED(p) __atomic_load_n(p, __ATOMIC_RELAXED)
+#define STORE_RELAXED(p, v) __atomic_store_n(p, v, __ATOMIC_RELAXED)
 #else
 #define PREFETCH(p) ((void)(p))
+#define LOAD_RELAXED(p) (*(volatile uint8_t *)(p)) /* (bytes: never torn) */
+#define STORE_RELAXED(p, v) (*(volatile uint8_t *)(p) = (v))
 #endif
 
 #define NO_RANK UINT32_MAX

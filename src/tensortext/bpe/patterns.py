@@ -10,7 +10,7 @@ engine (:mod:`tensortext.bpe.pretokenize`) and the host encoders (:mod:`tensorte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
     "CL100K_PATTERN",
@@ -136,21 +136,7 @@ PATTERNS: dict[str, PatternKind] = {
 HF_PATTERNS: dict[str, PatternKind] = {**PATTERNS, CL100K_PATTERN: "cl100k_hf"}
 # Hugging Face Sequences of Isolated Split regexes -> their kind.
 HF_SPLIT_SEQUENCES: dict[tuple[str, ...], PatternKind] = {DEEPSEEK_V3_SPLITS: "deepseek_v3"}
-KINDS: tuple[PatternKind, ...] = (
-    "r50k",
-    "cl100k",
-    "cl100k_hf",
-    "o200k",
-    "llama3",
-    "qwen2",
-    "qwen35",
-    "tekken",
-    "deepseek_v3",
-    "sp_prefix",
-    "sp_suffix",
-    "whole",
-    "bytes",
-)
+KINDS: tuple[PatternKind, ...] = get_args(PatternKind)
 
 
 def pattern_kind(pat_str: str, *, engine: Literal["tiktoken", "hf"] = "tiktoken") -> PatternKind:

@@ -17,7 +17,7 @@ from tensortext._checks import check_int
 
 if TYPE_CHECKING:
     from tensortext.bpe.options import TextOptions
-from tensortext.bpe.vocab import Vocab
+    from tensortext.bpe.vocab import Vocab
 
 AllowedSpecial = Literal["all"] | AbstractSet[str]
 DisallowedSpecial = Literal["all"] | Collection[str]

@@ -229,4 +229,3 @@ def plot(rows: list[dict[str, Any]], title: str, path: Path) -> Path:
         axis.tick_params(axis="x", labelrotation=45, labelsize=8)
     fig.suptitle(title, fontsize=10)
     return common.save_figure(fig, path)
-

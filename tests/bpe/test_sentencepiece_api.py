@@ -170,3 +170,26 @@ def test_without_the_c_encoder_the_tensor_engine_encodes(
     encoding = Encoding.from_sentencepiece(mistral_file(MODEL))
     assert encoding.encode_batch(TEXTS) == [reference.encode(text) for text in TEXTS]
     assert type(encoding._backends.get()).__name__ == "TensorBackend"
+
+
+def test_the_reader_takes_any_piece_layout() -> None:
+    """Pieces outside the fast path's layout (no score, a text of 128 bytes or more, a type
+    written as a long varint, fields out of order) read as protobuf reads them."""
+    from sentencepiece import sentencepiece_model_pb2
+
+    from tensortext.bpe.sentencepiece import parse_model
+
+    proto = sentencepiece_model_pb2.ModelProto()
+    proto.ParseFromString(mistral_file(MODEL).read_bytes())
+    proto.pieces[400].ClearField("score")
+    proto.pieces[401].piece = "\u2581" + "x" * 200
+    data = bytearray(proto.SerializeToString())
+    # A piece with its fields reversed and its type as a 10-byte varint: type, score, text.
+    text = "\u2581reversed".encode()
+    body = b"\x18" + b"\x81" + b"\x80" * 8 + b"\x00" + b"\x15" + b"\x00\x00\x80\xbf"
+    body += b"\x0a" + bytes([len(text)]) + text
+    data += b"\x0a" + bytes([len(body)]) + body
+    model = parse_model(bytes(data), "edited")
+    expected = [(p.piece, p.score, p.type) for p in proto.pieces]
+    assert model.pieces[:-1] == expected
+    assert model.pieces[-1] == ("\u2581reversed", -1.0, 1)

@@ -176,11 +176,7 @@ def parse_model(data: bytes, label: str) -> SentencePieceModel:
     model = SentencePieceModel()
     try:
         for number, value in _top_fields(data, model):
-            if number == 1 and isinstance(value, bytes):
-                common = _common_piece(value)
-                if common is not None:
-                    model.pieces.append(common)
-                    continue
+            if number == 1 and isinstance(value, bytes):  # (a piece in another layout)
                 piece, score, kind = None, 0.0, NORMAL
                 for sub, item in _fields(value):
                     if sub == 1:

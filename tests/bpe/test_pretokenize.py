@@ -15,7 +15,7 @@ import torch
 from bpe_strategies import ANY_CHAR, ATOMS, rich_texts, runs
 from hypothesis import given
 from hypothesis import strategies as st
-from oracles.bpe import regex_piece_starts, regex_pieces
+from oracles.bpe import regex_piece_starts, regex_pieces, split_by
 from strategies import DEVICES, SETTINGS
 
 from tensortext.bpe import PATTERNS, pattern_kind, piece_starts
@@ -55,16 +55,6 @@ def ours(segments: Sequence[str], kind: str, device: str = "cpu") -> list[bool]:
     assert starts.shape == (codepoints.numel(),)
     assert starts.device.type == torch.device(device).type
     return starts.cpu().tolist()
-
-
-def split_by(flags: list[bool], text: str) -> list[str]:
-    pieces: list[str] = []
-    for flag, char in zip(flags, text, strict=True):
-        if flag or not pieces:
-            pieces.append(char)
-        else:
-            pieces[-1] += char
-    return pieces
 
 
 def assert_same_split(

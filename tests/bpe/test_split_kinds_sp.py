@@ -20,7 +20,7 @@ import torch
 from bpe_strategies import TIKTOKEN_CHAR, rich_texts, runs
 from hypothesis import given
 from hypothesis import strategies as st
-from oracles.bpe import regex_piece_starts, regex_pieces, tiktoken_toy
+from oracles.bpe import regex_piece_starts, regex_pieces, split_by, tiktoken_toy
 from strategies import DEVICES, SETTINGS
 
 from tensortext.bpe import Encoding, native
@@ -74,17 +74,6 @@ CASES = {
     "code": "def f(x):\n    return x ** 2  # done\n",
     "punct_slash": "a/b//c /\n/ x?!\r\n\n",
 }
-
-
-def split_by(flags: list[bool], text: str) -> list[str]:
-    """``text`` cut where ``flags`` (one per character) is true."""
-    pieces: list[str] = []
-    for flag, char in zip(flags, text, strict=True):
-        if flag or not pieces:
-            pieces.append(char)
-        else:
-            pieces[-1] += char
-    return pieces
 
 
 def engine_pieces(kind: str, text: str, device: str = "cpu") -> dict[str, list[str]]:

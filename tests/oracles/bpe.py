@@ -175,6 +175,18 @@ def regex_pieces(pat_str: str, text: str) -> list[str]:
     return pieces
 
 
+def split_by(flags: list[bool], text: str) -> list[str]:
+    """``text`` cut where ``flags`` (one per character, as :func:`regex_piece_starts` and the
+    encoders' piece starts give them) is true."""
+    pieces: list[str] = []
+    for flag, char in zip(flags, text, strict=True):
+        if flag or not pieces:
+            pieces.append(char)
+        else:
+            pieces[-1] += char
+    return pieces
+
+
 def regex_piece_starts(pat_str: str, segments: Sequence[str]) -> list[bool]:
     """Flat ``[n]`` piece-start flags over the segments' codepoints, each segment split alone."""
     flags: list[bool] = []

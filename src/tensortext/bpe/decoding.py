@@ -199,7 +199,7 @@ def _replace_one_byte(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error("tensortext.replace_one_byte", _replace_one_byte)
 
 
-def sentencepiece_text(vocab: Vocab, ids: Sequence[int], data: bytes, errors: str) -> str:
+def decoded_text(vocab: Vocab, ids: Sequence[int], data: bytes, errors: str) -> str:
     """The text of ``data``, the bytes of ``ids`` of a SentencePiece vocabulary, invalid UTF-8
     replaced as its reference does with ``errors="replace"``: ``sentencepiece``, U+FFFD for each
     byte that starts no character; ``tokenizers``' ``ByteFallback``, U+FFFD for each byte of a
@@ -271,11 +271,11 @@ class DecodeMethods:
     def decode(self, tokens: TokenIds, errors: str = "replace") -> str:
         """The text of ``tokens`` (invalid UTF-8 becomes U+FFFD unless ``errors`` says else;
         for SentencePiece vocabularies, as its reference replaces it:
-        :func:`sentencepiece_text`)."""
+        :func:`decoded_text`)."""
         data = self.decode_bytes(tokens)
         if self._vocab.unknown_ids is None:
             return data.decode("utf-8", errors=errors)
-        return sentencepiece_text(self._vocab, id_list(tokens, "tokens"), data, errors)
+        return decoded_text(self._vocab, id_list(tokens, "tokens"), data, errors)
 
     def decode_single_token_bytes(self, token: int) -> bytes:
         """The bytes of one token (a special token's text for a special ID); ``KeyError`` if
@@ -313,7 +313,7 @@ class DecodeMethods:
         if self._vocab.unknown_ids is None:
             return [data.decode("utf-8", errors=errors) for data in rows]
         return [
-            sentencepiece_text(self._vocab, ids, data, errors)
+            decoded_text(self._vocab, ids, data, errors)
             for ids, data in zip(_id_rows(batch), rows, strict=True)
         ]
 

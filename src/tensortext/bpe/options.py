@@ -42,7 +42,7 @@ class TextOptions:
     byte_runs: Literal["sentencepiece", "hf"] = "sentencepiece"
     """How decoding a SentencePiece vocabulary replaces invalid UTF-8 of its ``<0xXX>`` tokens:
     ``sentencepiece``'s way or ``tokenizers``' ``ByteFallback`` (see
-    :func:`~tensortext.bpe.decoding.sentencepiece_text`)."""
+    :func:`~tensortext.bpe.decoding.decoded_text`)."""
     strip_decoded: Literal["", "sentencepiece", "sentencepiece_all", "always"] = ""
     """Decoding drops leading space as ``sentencepiece`` does after a dummy prefix (one) or
     ``remove_extra_whitespaces`` (all), or as HF's ``Strip`` decoder (one, always); see

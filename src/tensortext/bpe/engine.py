@@ -21,6 +21,7 @@ from tensortext.bpe.merge_triton import MAX_PIECE_BYTES, merge_pieces_triton
 from tensortext.bpe.pretokenize import PatternKind, piece_starts
 from tensortext.bpe.serial import char_parts, merge_parts_by_rank, merge_serial, merge_tokens
 from tensortext.bpe.text import Segments
+from tensortext.bpe.unicode import char_classes, codepoint_flags
 from tensortext.bpe.vocab import Vocab
 from tensortext.padded import Padded
 
@@ -102,6 +103,7 @@ def encode_flat(
         torch.arange(segment_lens.numel(), device=device), segment_lens, output_size=n
     )
     starts_mask = piece_starts(codepoints, segment_lens, kind)
+    starts_mask = _cut_classes(codepoints, segment_of_cp, starts_mask, vocab.cuts)
     # A special token's segment is one piece, whatever the regex says.
     special_of_cp = segment_special[segment_of_cp]
     segment_first = torch.zeros_like(starts_mask)
@@ -139,6 +141,22 @@ def encode_flat(
     if vocab.fuse_unk and vocab.unknown_ids is not None and vocab.unknown_ids[256] >= 0:
         tokens, lengths = _fuse_unknown(tokens, lengths, vocab.unknown_ids[256])
     return tokens, lengths
+
+
+def _cut_classes(
+    codepoints: torch.Tensor,
+    segment: torch.Tensor,
+    starts: torch.Tensor,
+    cuts: list[list[bool]] | None,
+) -> torch.Tensor:
+    """``starts [n]`` with a piece also starting between two characters of one segment whose
+    classes no token holds side by side (:attr:`Vocab.cuts`; SentencePiece only)."""
+    if cuts is None or codepoints.numel() < 2:
+        return starts
+    classes = char_classes(codepoints, codepoint_flags(codepoints), torch.where).long()
+    table = torch.tensor(cuts, dtype=torch.bool, device=codepoints.device)
+    cut = table[classes[:-1], classes[1:]] & (segment[1:] == segment[:-1])
+    return starts | torch.cat([cut.new_zeros(1), cut])
 
 
 def _fuse_unknown(

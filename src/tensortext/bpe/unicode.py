@@ -10,12 +10,13 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "CHAR_CLASSES",
     "FLAG_PATTERNS",
     "LETTER",
     "LOWER",
@@ -26,6 +27,7 @@ __all__ = [
     "SPACE",
     "TABLE_PATH",
     "UPPER",
+    "char_classes",
     "codepoint_flags",
     "flag_bytes",
     "flag_runs",
@@ -93,3 +95,23 @@ def codepoint_flags(codepoints: torch.Tensor) -> torch.Tensor:
         uint8 tensor of the same shape: bit ``LETTER``, ``NUMBER``, ``SPACE``, ... set.
     """
     return flag_table(codepoints.device)[codepoints.long()]
+
+
+CHAR_CLASSES = 7
+"""The classes of :func:`char_classes` (SentencePiece's cuts: ``csrc/merge.h``'s
+``char_class`` is the same rule)."""
+
+
+def char_classes(codepoints: Any, flags: Any, where: Any) -> Any:
+    """The class of each codepoint, from its flags: 0 U+0020, 1 other whitespace, 2 number,
+    3 letter, 4 mark, 5 punctuation or symbol, 6 anything else.
+
+    Args:
+        codepoints, flags: numpy arrays or tensors of one shape (``flags`` from
+            :func:`flag_bytes` / :func:`codepoint_flags`).
+        where: ``numpy.where`` or ``torch.where``.
+    """
+    classes = where(flags & PUNCT_SYMBOL != 0, 5, 6)
+    for bit, value in ((MARK, 4), (LETTER, 3), (NUMBER, 2), (SPACE, 1)):
+        classes = where(flags & bit != 0, value, classes)
+    return where(codepoints == 0x20, 0, classes)

@@ -139,6 +139,28 @@ class Vocab:
         return pairs
 
     @cached_property
+    def cuts(self) -> list[list[bool]] | None:
+        """SentencePiece (``unknown_ids`` set): ``cuts[a][b]`` is whether no token holds a
+        character of class ``a`` (:func:`~tensortext.bpe.unicode.char_classes`) followed by one of
+        class ``b``, so that text may be cut between them (the C encoder finds the same); ``None``
+        for byte-level BPE."""
+        if self.unknown_ids is None:
+            return None
+        import numpy as np
+
+        from tensortext.bpe.unicode import CHAR_CLASSES, char_classes, flag_bytes
+
+        texts = [token.decode() for token in self.mergeable]
+        codepoints = np.frombuffer("".join(texts).encode("utf-32-le"), dtype=np.uint32)
+        table = np.frombuffer(flag_bytes(), dtype=np.uint8)
+        classes = char_classes(codepoints, table[codepoints], np.where)
+        token = np.repeat(np.arange(len(texts)), [len(text) for text in texts])
+        inside = token[1:] == token[:-1]
+        seen = np.zeros((CHAR_CLASSES, CHAR_CLASSES), dtype=bool)
+        seen[classes[:-1][inside], classes[1:][inside]] = True
+        return (~seen).tolist()
+
+    @cached_property
     def byte_ids(self) -> list[int]:
         """The token of each single byte ``0..255`` (where every merge starts); for
         SentencePiece, of each one-byte character: its piece, else its ``unknown_ids``."""

@@ -14,6 +14,8 @@ from tensortext.bpe.vocab import Vocab
 
 __all__ = ["is_metaspace", "metaspace_vocab"]
 
+_SCHEMES = ("first", "always", "never")  # Metaspace's prepend_scheme
+
 
 def is_metaspace(spec: dict[str, Any]) -> bool:
     """Whether ``spec`` is a SentencePiece BPE as ``transformers`` converts it (Llama-2's
@@ -41,16 +43,7 @@ def metaspace_text(spec: dict[str, Any], label: str) -> dict[str, Any]:
         fields.update(add_prefix_space=steps[0] == prepend, prefix_always=True)
     elif not steps and isinstance(pre, dict) and pre.get("type") == "Metaspace":
         scheme = pre.get("prepend_scheme", "always" if pre.get("add_prefix_space") else "never")
-        if (
-            pre.get("replacement") != METASPACE
-            or pre.get("split")
-            or scheme
-            not in (
-                "first",
-                "always",
-                "never",
-            )
-        ):
+        if pre.get("replacement") != METASPACE or pre.get("split") or scheme not in _SCHEMES:
             raise ValueError(
                 f"{label}: pre_tokenizer {json.dumps(pre)[:120]} is not supported; tensortext "
                 "reads Metaspace with replacement '▁' and split=false"

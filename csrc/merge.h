@@ -210,17 +210,18 @@ static inline void push_pair(const Encoder *e, const uint8_t *p, size_t n, Work 
     if (rank != NO_RANK) heap_push(w, len, ((uint64_t)rank << 32) | start, end);
 }
 
-/* The bytes of a UTF-8 character from its first byte (the text is valid UTF-8). */
-static inline size_t char_length(uint8_t lead) {
-    return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+/* The bytes of the UTF-8 character that starts p[0..n) (n >= 1; the text is valid UTF-8, and
+ * the count never passes n). */
+static inline size_t char_length(const uint8_t *p, size_t n) {
+    size_t len = p[0] < 0xC0 ? 1 : p[0] < 0xE0 ? 2 : p[0] < 0xF0 ? 3 : 4;
+    return len < n ? len : n;
 }
 
 /* SentencePiece's first parts: one per character, its token or NO_RANK. */
 static void char_parts(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     uint32_t *next = w->next, *prev = w->prev, *id = w->ranks, last = DEAD;
     for (size_t k = 0; k < n;) {
-        size_t len = char_length(p[k]);
-        if (len > n - k) len = n - k;
+        size_t len = char_length(p + k, n - k);
         next[k] = (uint32_t)(k + len);
         prev[k] = last;
         id[k] = len == 1 ? e->byte_id[p[k]] : lookup(e, p + k, len);
@@ -229,13 +230,16 @@ static void char_parts(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
     }
 }
 
-/* A character that is no token: its bytes' fallback tokens, or the unknown token once. */
-static void emit_unknown(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
-    if (e->unk_id != NO_RANK) {
+/* The tokens of the part p[0..n) whose token is `id`: it, or for a character that is no token
+ * (NO_RANK), its bytes' fallback tokens or the unknown token once. */
+static void emit_part(const Encoder *e, uint32_t id, const uint8_t *p, size_t n, Work *w) {
+    if (id != NO_RANK) {
+        emit(w, id);
+    } else if (e->unk_id != NO_RANK) {
         emit(w, e->unk_id);
-        return;
+    } else {
+        for (size_t k = 0; k < n; k++) emit(w, e->fallback[p[k]]);
     }
-    for (size_t k = 0; k < n; k++) emit(w, e->fallback[p[k]]);
 }
 
 /* The same merges for a long piece, and every merge of a merges list or from characters: a
@@ -274,12 +278,7 @@ static void merge_long(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
         if (start > 0) push_pair(e, p, n, w, &len, prev[start]);
         push_pair(e, p, n, w, &len, start);
     }
-    for (uint32_t k = 0; k < n; k = next[k]) {
-        if (id[k] != NO_RANK)
-            emit(w, id[k]);
-        else
-            emit_unknown(e, p + k, next[k] - k, w);
-    }
+    for (uint32_t k = 0; k < n; k = next[k]) emit_part(e, id[k], p + k, next[k] - k, w);
 }
 
 /* The rank of the part p[0..n) as SentencePiece's rule ranks it (rank_by_id), or NO_RANK. */
@@ -295,8 +294,7 @@ static void merge_short_chars(const Encoder *e, const uint8_t *p, size_t n, Work
     uint32_t *st = w->starts, *rk = w->ranks, *id = w->next;
     size_t m = 0; /* part boundaries */
     for (size_t k = 0; k < n; m++) {
-        size_t len = char_length(p[k]);
-        if (len > n - k) len = n - k;
+        size_t len = char_length(p + k, n - k);
         st[m] = (uint32_t)k;
         id[m] = len == 1 ? e->byte_id[p[k]] : lookup(e, p + k, len);
         k += len;
@@ -321,12 +319,7 @@ static void merge_short_chars(const Encoder *e, const uint8_t *p, size_t n, Work
         rk[at] = at + 2 < m ? piece_rank(e, p + st[at], st[at + 2] - st[at]) : NO_RANK;
         if (at > 0) rk[at - 1] = piece_rank(e, p + st[at - 1], st[at + 1] - st[at - 1]);
     }
-    for (size_t k = 0; k + 1 < m; k++) {
-        if (id[k] != NO_RANK)
-            emit(w, id[k]);
-        else
-            emit_unknown(e, p + st[k], st[k + 1] - st[k], w);
-    }
+    for (size_t k = 0; k + 1 < m; k++) emit_part(e, id[k], p + st[k], st[k + 1] - st[k], w);
 }
 
 static void merge_piece(const Encoder *e, const uint8_t *p, size_t n, Work *w) {
@@ -377,8 +370,7 @@ static void find_cuts(Encoder *e) {
         size_t n = e->offsets[k + 1] - e->offsets[k];
         int last = -1;
         for (size_t i = 0; i < n;) {
-            size_t len = char_length(s[i]);
-            if (len > n - i) len = n - i;
+            size_t len = char_length(s + i, n - i);
             int c = char_class(e, char_at(s + i, len));
             if (last >= 0) seen[last] |= (uint8_t)(1u << c);
             last = c;
@@ -463,8 +455,7 @@ static void encode_piece(const Encoder *e, Candidate piece, Work *w) {
     size_t n = piece.n, start = 0;
     int last = -1;
     for (size_t i = 0; i < n;) {
-        size_t len = char_length(p[i]);
-        if (len > n - i) len = n - i;
+        size_t len = char_length(p + i, n - i);
         int c = char_class(e, char_at(p + i, len));
         if (last >= 0 && (e->cut_after[last] >> c & 1)) {
             encode_unit(e, upcoming_piece(e, p + start, i - start), w);

@@ -32,7 +32,6 @@ from tensortext.bpe.text import (
     special_regex,
     without_surrogates,
 )
-from tensortext.bpe.vocab import Vocab
 from tensortext.padded import FlatArrays
 
 if TYPE_CHECKING:
@@ -65,27 +64,6 @@ class Encoding(FileReaders, DecodeMethods, TensorMethods):
 
     _pickle_as: tuple[Callable[[str], Encoding], str] | None = None
     """``(get_encoding, name)`` on the encodings the registry shares, which pickle by name."""
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        pat_str: str,
-        mergeable_ranks: dict[bytes, int],
-        special_tokens: dict[str, int],
-        explicit_n_vocab: int | None = None,
-    ) -> None:
-        self._vocab = Vocab.from_ranks(
-            name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab=explicit_n_vocab
-        )
-        self._pat_str = pat_str
-
-    @classmethod
-    def _from_vocab(cls, vocab: Vocab, pat_str: str | None = None) -> Encoding:
-        encoding = cls.__new__(cls)
-        encoding._vocab = vocab
-        encoding._pat_str = vocab.kind if pat_str is None else pat_str
-        return encoding
 
     # ------------------------------------------------------------------ properties
     @property

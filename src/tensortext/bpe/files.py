@@ -5,16 +5,13 @@ Tekken, and any of them told by content)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from tensortext.bpe import native
 from tensortext.bpe.hf_json import read_hf_json
 from tensortext.bpe.sentencepiece import file_kind, read_sentencepiece
 from tensortext.bpe.tekken import read_tekken
-from tensortext.bpe.vocab import read_tiktoken_file, read_vocabulary_bytes
-
-if TYPE_CHECKING:
-    from tensortext.bpe.vocab import Vocab
+from tensortext.bpe.vocab import Vocab, read_tiktoken_file, read_vocabulary_bytes
 
 __all__ = ["FileReaders"]
 
@@ -24,14 +21,15 @@ E = TypeVar("E", bound="FileReaders")
 def _builds_as_encoding(cls: type[FileReaders]) -> bool:
     """Whether ``cls`` has ``Encoding``'s constructor (a subclass may have its own, which the
     C encoder's vocabulary would skip)."""
-    owner = next(k for k in cls.__mro__ if "__init__" in vars(k))
-    return FileReaders in owner.__bases__
+    return cls.__init__ is FileReaders.__init__
 
 
 class FileReaders:
-    """The ``from_*`` constructors of :class:`~tensortext.bpe.Encoding`."""
+    """The constructors of :class:`~tensortext.bpe.Encoding`: tiktoken's, and the ``from_*``
+    ones of vocabulary files."""
 
     _vocab: Vocab
+    _pat_str: str
 
     def __init__(
         self,
@@ -42,11 +40,19 @@ class FileReaders:
         special_tokens: dict[str, int],
         explicit_n_vocab: int | None = None,
     ) -> None:
-        raise NotImplementedError  # Encoding's
+        """tiktoken's constructor: a vocabulary of ``mergeable_ranks`` (bytes -> rank = ID), split
+        by ``pat_str``, with ``special_tokens``."""
+        self._vocab = Vocab.from_ranks(
+            name, pat_str, mergeable_ranks, special_tokens, explicit_n_vocab=explicit_n_vocab
+        )
+        self._pat_str = pat_str
 
     @classmethod
     def _from_vocab(cls: type[E], vocab: Vocab, pat_str: str | None = None) -> E:
-        raise NotImplementedError  # Encoding's
+        encoding = cls.__new__(cls)
+        encoding._vocab = vocab
+        encoding._pat_str = vocab.kind if pat_str is None else pat_str
+        return encoding
 
     @classmethod
     def from_tiktoken_file(

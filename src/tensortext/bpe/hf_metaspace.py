@@ -55,10 +55,12 @@ def metaspace_text(spec: dict[str, Any], label: str) -> dict[str, Any]:
             f"{json.dumps(pre)[:100]} is not supported; tensortext reads SentencePiece-style files "
             "with Sequence[Prepend('▁'), Replace(' ', '▁')] and no pre-tokenizer, or Metaspace"
         )
-    decoder = json.dumps(spec.get("decoder"))
-    if '"Strip"' in decoder:
-        if '"start": 1' not in decoder or '"stop": 0' not in decoder:
-            raise ValueError(f"{label}: decoder {decoder[:120]} is not supported")
+    decoder = spec.get("decoder")
+    steps = decoder.get("decoders", [decoder]) if isinstance(decoder, dict) else []
+    strips = [step for step in steps if isinstance(step, dict) and step.get("type") == "Strip"]
+    if strips:  # (the one Strip tensortext reproduces: the first space of the text)
+        if strips != [{"type": "Strip", "content": " ", "start": 1, "stop": 0}]:
+            raise ValueError(f"{label}: decoder {json.dumps(decoder)[:120]} is not supported")
         fields["strip_decoded"] = "always"
     return fields
 

@@ -22,7 +22,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from tensortext.bpe.options import TextOptions
 from tensortext.bpe.patterns import PatternKind
@@ -162,6 +162,11 @@ def _int32(value: int | bytes) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
+def _blob(value: int | bytes) -> bytes:
+    assert isinstance(value, bytes)
+    return value
+
+
 def _text(value: int | bytes) -> str:
     assert isinstance(value, bytes)
     return value.decode("utf-8")
@@ -189,9 +194,9 @@ def parse_model(data: bytes, label: str) -> SentencePieceModel:
                     raise ValueError(f"{label}: piece {len(model.pieces)} has no text")
                 model.pieces.append((piece, score, kind))
             elif number == 2 and isinstance(value, bytes):
-                _read_trainer(model, value)
+                _read_spec(model, value, _TRAINER_FIELDS)
             elif number == 3 and isinstance(value, bytes):
-                _read_normalizer(model, value)
+                _read_spec(model, value, _NORMALIZER_FIELDS)
             elif number == 5 and isinstance(value, bytes):
                 for sub, item in _fields(value):
                     if sub == 2 and isinstance(item, bytes):
@@ -205,34 +210,31 @@ def parse_model(data: bytes, label: str) -> SentencePieceModel:
     return model
 
 
-def _read_trainer(model: SentencePieceModel, data: bytes) -> None:
-    for number, value in _fields(data):
-        if number == 3:
-            model.model_type = _int32(value)
-        elif number == 35:
-            model.byte_fallback = bool(value)
-        elif number == 24:
-            model.treat_whitespace_as_suffix = bool(value)
-        elif number == 44:
-            model.unk_surface = _text(value)
-        elif number == 41:
-            model.bos_id = _int32(value)
-        elif number == 42:
-            model.eos_id = _int32(value)
+# The TrainerSpec (ModelProto field 2) and NormalizerSpec (field 3) fields read:
+# field number -> (SentencePieceModel attribute, conversion of the value).
+_TRAINER_FIELDS = {
+    3: ("model_type", _int32),
+    24: ("treat_whitespace_as_suffix", bool),
+    35: ("byte_fallback", bool),
+    41: ("bos_id", _int32),
+    42: ("eos_id", _int32),
+    44: ("unk_surface", _text),
+}
+_NORMALIZER_FIELDS = {
+    1: ("normalizer_name", _text),
+    2: ("precompiled_charsmap", _blob),
+    3: ("add_dummy_prefix", bool),
+    4: ("remove_extra_whitespaces", bool),
+    5: ("escape_whitespaces", bool),
+}
 
 
-def _read_normalizer(model: SentencePieceModel, data: bytes) -> None:
+def _read_spec(model: SentencePieceModel, data: bytes, fields: dict[int, tuple[str, Any]]) -> None:
+    """The ``fields`` of one spec message into ``model``."""
     for number, value in _fields(data):
-        if number == 1:
-            model.normalizer_name = _text(value)
-        elif number == 2 and isinstance(value, bytes):
-            model.precompiled_charsmap = value
-        elif number == 3:
-            model.add_dummy_prefix = bool(value)
-        elif number == 4:
-            model.remove_extra_whitespaces = bool(value)
-        elif number == 5:
-            model.escape_whitespaces = bool(value)
+        if number in fields:
+            attribute, convert = fields[number]
+            setattr(model, attribute, convert(value))
 
 
 FileKind = Literal["sentencepiece", "tekken", "hf_json"]
